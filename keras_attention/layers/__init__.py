@@ -1,0 +1,15 @@
+"""Attention layers sharing one call contract (see `base.BaseAttention`)."""
+
+from keras_attention.layers.bahdanau import BahdanauAttention
+from keras_attention.layers.base import BaseAttention
+from keras_attention.layers.luong import LuongAttention
+from keras_attention.layers.multi_head import MultiHead
+from keras_attention.layers.scaled_dot_product import ScaledDotProduct
+
+__all__ = [
+    "BaseAttention",
+    "BahdanauAttention",
+    "LuongAttention",
+    "MultiHead",
+    "ScaledDotProduct",
+]

@@ -1,0 +1,151 @@
+import math
+
+import keras
+from keras import ops
+
+from keras_attention import ops as attention_ops
+from keras_attention.layers.base import BaseAttention
+from keras_attention.layers.base import KernelArgsMixin
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class BahdanauAttention(KernelArgsMixin, BaseAttention):
+    """Additive attention (Bahdanau et al., 2015).
+
+    `score(q, k) = vᵀ tanh(W_q q + W_k k + b)`, weights `= softmax(score)` over
+    the keys, context `= Σ weights · value`. With `normalize=True`, `v` is
+    weight-normalized, `v = g · v / ‖v‖` with a learned scalar gain `g`
+    (Salimans & Kingma, 2016), as in TensorFlow Addons' `BahdanauAttention`.
+
+    `W_k k` depends only on the keys: `project_memory` computes it once, and
+    `attend` reuses it at every decoding step.
+
+    Args:
+        units: size `U` of the hidden layer inside the tanh.
+        normalize: weight-normalize `v` with a learned gain.
+        use_bias: add a learned bias `b` inside the tanh.
+        probability_fn: `"softmax"`, `"sparsemax"` or `"hardmax"`.
+        dropout: dropout rate on the attention weights.
+        seed: seed of the dropout.
+        kernel_initializer, bias_initializer, kernel_regularizer,
+        bias_regularizer, kernel_constraint, bias_constraint: for `W_q`,
+            `W_k`, `v` (kernel) and `b` (bias).
+        **kwargs: base layer arguments.
+
+    Call arguments:
+        query: `(B, Tq, dq)`, or `(B, dq)` for one decoding step.
+        value: `(B, Tv, dv)`.
+        key: `(B, Tv, dk)`; defaults to `value`.
+        query_mask: boolean `(B, Tq)`; masked queries get zero context.
+        value_mask: boolean `(B, Tv)`; masked keys get zero weight.
+        attention_mask: boolean `(B, Tq, Tv)`.
+        use_causal_mask: query `i` sees keys `j <= i + Tv - Tq` only.
+        return_attention_scores: also return the weights.
+        training: enables dropout.
+
+    Returns:
+        The context `(B, Tq, dv)` (or `(B, dv)`), and with
+        `return_attention_scores=True` also the weights `(B, Tq, Tv)` (or
+        `(B, Tv)`), after normalization and before dropout.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_attention import BahdanauAttention
+    >>> layer = BahdanauAttention(units=16)
+    >>> decoder = np.random.rand(2, 3, 8).astype("float32")
+    >>> encoder = np.random.rand(2, 5, 8).astype("float32")
+    >>> context, weights = layer(decoder, encoder, return_attention_scores=True)
+    >>> tuple(context.shape), tuple(weights.shape)
+    ((2, 3, 8), (2, 3, 5))
+
+    References:
+        Bahdanau, Cho & Bengio, "Neural Machine Translation by Jointly
+        Learning to Align and Translate", ICLR 2015.
+    """
+
+    def __init__(
+        self,
+        units,
+        normalize=False,
+        use_bias=True,
+        probability_fn="softmax",
+        dropout=0.0,
+        seed=None,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        kernel_constraint=None,
+        bias_constraint=None,
+        **kwargs,
+    ):
+        super().__init__(probability_fn=probability_fn, dropout=dropout, seed=seed, **kwargs)
+        if not isinstance(units, int) or isinstance(units, bool) or units < 1:
+            raise ValueError(
+                f"BahdanauAttention: `units` must be a positive integer. "
+                f"Received: units={units!r}"
+            )
+        self.units = units
+        self.normalize = bool(normalize)
+        self.use_bias = bool(use_bias)
+        self._set_kernel_args(
+            kernel_initializer=kernel_initializer,
+            bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint,
+            bias_constraint=bias_constraint,
+        )
+
+    def build(self, query_shape, value_shape=None, key_shape=None):
+        value_shape = query_shape if value_shape is None else value_shape
+        key_shape = value_shape if key_shape is None else key_shape
+        self.query_dense = self._dense(self.units, "query_dense", input_dim=query_shape[-1])
+        self.key_dense = self._dense(self.units, "key_dense", input_dim=key_shape[-1])
+        self.v = self.add_weight(
+            name="v",
+            shape=(self.units,),
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
+        )
+        self.b = None
+        if self.use_bias:
+            self.b = self.add_weight(
+                name="b",
+                shape=(self.units,),
+                initializer=self.bias_initializer,
+                regularizer=self.bias_regularizer,
+                constraint=self.bias_constraint,
+            )
+        self.g = None
+        if self.normalize:
+            self.g = self.add_weight(
+                name="g",
+                shape=(),
+                initializer=keras.initializers.Constant(math.sqrt(1.0 / self.units)),
+            )
+
+    def project_memory(self, key, value):
+        return self.key_dense(key), value
+
+    def _project_query(self, query):
+        return self.query_dense(query)
+
+    def _scores(self, query, key):
+        v = ops.cast(self.v, query.dtype)
+        if self.normalize:
+            v = ops.cast(self.g, query.dtype) * v / ops.sqrt(ops.sum(ops.square(v)))
+        bias = None if self.b is None else ops.cast(self.b, query.dtype)
+        return attention_ops.additive_scores(query, key, v, bias)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            units=self.units,
+            normalize=self.normalize,
+            use_bias=self.use_bias,
+            **self._kernel_config(),
+        )
+        return config

@@ -1,0 +1,162 @@
+import keras
+from keras import ops
+
+from keras_attention import ops as attention_ops
+from keras_attention.layers.base import BaseAttention
+from keras_attention.layers.base import KernelArgsMixin
+from keras_attention.layers.base import _static
+
+SCORE_MODES = ("dot", "general", "concat")
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class LuongAttention(KernelArgsMixin, BaseAttention):
+    """Multiplicative / concat attention (Luong, Pham & Manning, 2015).
+
+    Scores, selected by `score_mode`:
+
+    - `"dot"`: `qᵀ k` (needs `dq == dk`);
+    - `"general"`: `qᵀ W k` (`W` maps the keys to the query's size);
+    - `"concat"`: `vᵀ tanh(W [q; k])`, computed as `vᵀ tanh(W_q q + W_k k)`.
+
+    With `use_scale=True`, the score is multiplied by a learned scalar `g`
+    (initialized to 1), as in TensorFlow Addons' `LuongAttention(scale=True)`.
+    The key projection (`general`, `concat`) depends only on the keys and is
+    computed once by `project_memory`.
+
+    Args:
+        score_mode: `"dot"` (default), `"general"` or `"concat"`.
+        use_scale: learn a scalar multiplier of the scores.
+        units: hidden size of the `"concat"` score (required there, unused
+            otherwise).
+        probability_fn: `"softmax"`, `"sparsemax"` or `"hardmax"`.
+        dropout: dropout rate on the attention weights.
+        seed: seed of the dropout.
+        kernel_initializer, bias_initializer, kernel_regularizer,
+        bias_regularizer, kernel_constraint, bias_constraint: for `W`, `v`.
+        **kwargs: base layer arguments.
+
+    Call arguments:
+        query: `(B, Tq, dq)`, or `(B, dq)` for one decoding step.
+        value: `(B, Tv, dv)`.
+        key: `(B, Tv, dk)`; defaults to `value`.
+        query_mask, value_mask, attention_mask, use_causal_mask,
+        return_attention_scores, training: as in `BahdanauAttention`.
+
+    Returns:
+        The context `(B, Tq, dv)` (or `(B, dv)`), and with
+        `return_attention_scores=True` also the weights `(B, Tq, Tv)`
+        (or `(B, Tv)`).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_attention import LuongAttention
+    >>> layer = LuongAttention(score_mode="general")
+    >>> decoder = np.random.rand(2, 3, 8).astype("float32")
+    >>> encoder = np.random.rand(2, 5, 6).astype("float32")
+    >>> layer(decoder, encoder).shape
+    (2, 3, 6)
+
+    References:
+        Luong, Pham & Manning, "Effective Approaches to Attention-based
+        Neural Machine Translation", EMNLP 2015.
+    """
+
+    def __init__(
+        self,
+        score_mode="dot",
+        use_scale=False,
+        units=None,
+        probability_fn="softmax",
+        dropout=0.0,
+        seed=None,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        kernel_constraint=None,
+        bias_constraint=None,
+        **kwargs,
+    ):
+        super().__init__(probability_fn=probability_fn, dropout=dropout, seed=seed, **kwargs)
+        if score_mode not in SCORE_MODES:
+            raise ValueError(
+                f"LuongAttention: `score_mode` must be one of {SCORE_MODES}. "
+                f"Received: score_mode={score_mode!r}"
+            )
+        if score_mode == "concat" and (
+            not isinstance(units, int) or isinstance(units, bool) or units < 1
+        ):
+            raise ValueError(
+                "LuongAttention: `units` must be a positive integer when "
+                f"score_mode='concat'. Received: units={units!r}"
+            )
+        self.score_mode = score_mode
+        self.use_scale = bool(use_scale)
+        self.units = units
+        self._set_kernel_args(
+            kernel_initializer=kernel_initializer,
+            bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint,
+            bias_constraint=bias_constraint,
+        )
+
+    def build(self, query_shape, value_shape=None, key_shape=None):
+        value_shape = query_shape if value_shape is None else value_shape
+        key_shape = value_shape if key_shape is None else key_shape
+        query_dim, key_dim = query_shape[-1], key_shape[-1]
+        if self.score_mode == "general":
+            self.key_dense = self._dense(query_dim, "key_dense", input_dim=key_dim)
+        elif self.score_mode == "concat":
+            self.query_dense = self._dense(self.units, "query_dense", input_dim=query_dim)
+            self.key_dense = self._dense(self.units, "key_dense", input_dim=key_dim)
+            self.v = self.add_weight(
+                name="v",
+                shape=(self.units,),
+                initializer=self.kernel_initializer,
+                regularizer=self.kernel_regularizer,
+                constraint=self.kernel_constraint,
+            )
+        self.g = None
+        if self.use_scale:
+            self.g = self.add_weight(name="g", shape=(), initializer="ones")
+
+    def _validate_features(self, query, key, value):
+        dq, dk = _static(query.shape[-1]), _static(key.shape[-1])
+        if self.score_mode == "dot" and dq is not None and dk is not None and dq != dk:
+            self._fail(
+                "key",
+                f"the query's feature size {dq} for score_mode='dot' (use "
+                "'general' or 'concat' to compare different sizes)",
+                f"key feature size {dk}",
+            )
+
+    def project_memory(self, key, value):
+        if self.score_mode == "dot":
+            return key, value
+        return self.key_dense(key), value
+
+    def _project_query(self, query):
+        return self.query_dense(query) if self.score_mode == "concat" else query
+
+    def _scores(self, query, key):
+        if self.score_mode == "concat":
+            logits = attention_ops.additive_scores(query, key, ops.cast(self.v, query.dtype))
+        else:
+            logits = attention_ops.dot_product_scores(query, key)
+        if self.g is not None:
+            logits = logits * ops.cast(self.g, logits.dtype)
+        return logits
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            score_mode=self.score_mode,
+            use_scale=self.use_scale,
+            units=self.units,
+            **self._kernel_config(),
+        )
+        return config

@@ -1,0 +1,69 @@
+import math
+
+import keras
+
+from keras_attention import ops as attention_ops
+from keras_attention.layers.base import BaseAttention
+from keras_attention.layers.base import _static
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class ScaledDotProduct(BaseAttention):
+    """Scaled dot-product attention (Vaswani et al., 2017), no weights.
+
+    `context = softmax(q kᵀ · scale) v`, with `scale = 1/√dk` by default.
+
+    Args:
+        scale: a float multiplying the scores; `None` means `1/√dk`.
+        probability_fn: `"softmax"`, `"sparsemax"` or `"hardmax"`.
+        dropout: dropout rate on the attention weights.
+        seed: seed of the dropout.
+        **kwargs: base layer arguments.
+
+    Call arguments:
+        query: `(B, Tq, dk)`, or `(B, dk)` for one decoding step.
+        value: `(B, Tv, dv)`.
+        key: `(B, Tv, dk)`; defaults to `value`.
+        query_mask, value_mask, attention_mask, use_causal_mask,
+        return_attention_scores, training: as in `BahdanauAttention`.
+
+    Returns:
+        The context `(B, Tq, dv)` (or `(B, dv)`), and with
+        `return_attention_scores=True` also the weights `(B, Tq, Tv)`
+        (or `(B, Tv)`).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_attention import ScaledDotProduct
+    >>> x = np.random.rand(2, 5, 8).astype("float32")
+    >>> ScaledDotProduct()(x, x, use_causal_mask=True).shape
+    (2, 5, 8)
+
+    References:
+        Vaswani et al., "Attention Is All You Need", NeurIPS 2017.
+    """
+
+    def __init__(self, scale=None, probability_fn="softmax", dropout=0.0, seed=None, **kwargs):
+        super().__init__(probability_fn=probability_fn, dropout=dropout, seed=seed, **kwargs)
+        if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
+            raise ValueError(
+                f"ScaledDotProduct: `scale` must be a number or None. Received: scale={scale!r}"
+            )
+        self.scale = None if scale is None else float(scale)
+
+    def _validate_features(self, query, key, value):
+        dq, dk = _static(query.shape[-1]), _static(key.shape[-1])
+        if dq is not None and dk is not None and dq != dk:
+            self._fail("key", f"the query's feature size {dq}", f"key feature size {dk}")
+
+    def _scores(self, query, key):
+        scale = self.scale
+        if scale is None:
+            scale = 1.0 / math.sqrt(query.shape[-1])
+        return attention_ops.dot_product_scores(query, key, scale)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(scale=self.scale)
+        return config
