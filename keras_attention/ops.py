@@ -86,7 +86,10 @@ def masked_softmax(logits, mask=None):
     A row with no True entry gives all zeros (never NaN), with zero gradients.
     """
     logits, mask = _prepare_logits(logits, mask)
-    return _zero_masked(ops.softmax(logits, axis=-1), mask)
+    shifted = logits - ops.stop_gradient(ops.max(logits, axis=-1, keepdims=True))
+    unnormalized = ops.exp(shifted)
+    weights = unnormalized / ops.sum(unnormalized, axis=-1, keepdims=True)
+    return _zero_masked(weights, mask)
 
 
 def masked_sparsemax(logits, mask=None):
@@ -98,6 +101,8 @@ def masked_sparsemax(logits, mask=None):
     gather, so it compiles under XLA. Masked entries are exactly 0.
     """
     logits, mask = _prepare_logits(logits, mask)
+    # Shift-invariant; shifting by the row max keeps the cumsum exact-ish.
+    logits = logits - ops.stop_gradient(ops.max(logits, axis=-1, keepdims=True))
     sorted_desc = ops.flip(ops.sort(logits, axis=-1), axis=-1)  # (..., T)
     cumulative = ops.cumsum(sorted_desc, axis=-1)  # (..., T)
     size = ops.shape(logits)[-1]

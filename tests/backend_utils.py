@@ -1,0 +1,35 @@
+"""Small per-backend helpers the tests need: gradients and numpy conversion."""
+
+import keras
+import numpy as np
+
+
+def to_numpy(x):
+    if hasattr(x, "detach"):  # torch tensors that require grad
+        x = x.detach()
+    return np.asarray(keras.ops.convert_to_numpy(x))
+
+
+def value_and_grad(fn, *args):
+    """`fn(*args) -> scalar`; returns (value, [d value / d arg]) as NumPy."""
+    backend = keras.backend.backend()
+    tensors = [keras.ops.convert_to_tensor(a) for a in args]
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        with tf.GradientTape() as tape:
+            tape.watch(tensors)
+            value = fn(*tensors)
+        grads = tape.gradient(value, tensors)
+    elif backend == "jax":
+        import jax
+
+        value, grads = jax.value_and_grad(fn, argnums=tuple(range(len(tensors))))(*tensors)
+    elif backend == "torch":
+        tensors = [t.detach().clone().requires_grad_(True) for t in tensors]
+        value = fn(*tensors)
+        grads = list(__import__("torch").autograd.grad(value, tensors, allow_unused=True))
+        grads = [g if g is not None else __import__("torch").zeros_like(t) for g, t in zip(grads, tensors)]
+    else:
+        raise RuntimeError(f"no gradient helper for backend {backend}")
+    return to_numpy(value), [to_numpy(g) for g in grads]

@@ -1,0 +1,88 @@
+"""Independent NumPy truth for the attention math, written from the papers.
+
+Deliberately naive (explicit loops over rows, float64, no fill values): it
+shares no code and no tricks with `keras_attention.ops`.
+"""
+
+import numpy as np
+
+
+def _apply(row_fn, logits, mask):
+    logits = np.asarray(logits, np.float64)
+    mask = np.ones(logits.shape, bool) if mask is None else np.broadcast_to(mask, logits.shape)
+    out = np.zeros_like(logits)
+    for index in np.ndindex(*logits.shape[:-1]):
+        keep = np.asarray(mask[index], bool)
+        if keep.any():
+            row = np.zeros(logits.shape[-1])
+            row[keep] = row_fn(logits[index][keep])
+            out[index] = row
+    return out
+
+
+def _softmax_row(z):
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def _sparsemax_row(z):
+    """Martins & Astudillo (2016), Algorithm 1."""
+    z_sorted = np.sort(z)[::-1]
+    k_max = 0
+    for k in range(1, len(z) + 1):
+        if 1 + k * z_sorted[k - 1] > z_sorted[:k].sum():
+            k_max = k
+    tau = (z_sorted[:k_max].sum() - 1) / k_max
+    return np.maximum(z - tau, 0)
+
+
+def _hardmax_row(z):
+    out = np.zeros_like(z)
+    out[np.argmax(z)] = 1.0
+    return out
+
+
+def softmax(logits, mask=None):
+    return _apply(_softmax_row, logits, mask)
+
+
+def sparsemax(logits, mask=None):
+    return _apply(_sparsemax_row, logits, mask)
+
+
+def hardmax(logits, mask=None):
+    return _apply(_hardmax_row, logits, mask)
+
+
+NORMALIZERS = {"softmax": softmax, "sparsemax": sparsemax, "hardmax": hardmax}
+
+
+def causal(tq, tv):
+    """Query i may see key j iff j <= i + tv - tq (end-aligned)."""
+    return np.array([[j <= i + tv - tq for j in range(tv)] for i in range(tq)])
+
+
+def dense(x, kernel, bias=None):
+    y = np.asarray(x, np.float64) @ np.asarray(kernel, np.float64)
+    return y if bias is None else y + bias
+
+
+def dot_scores(q, k):
+    return np.einsum("...qd,...kd->...qk", q, k)
+
+
+def additive_scores(qp, kp, v, b=None):
+    """v · tanh(qp_i + kp_j + b) for every pair, by explicit loops over (i, j)."""
+    b = 0.0 if b is None else b
+    batch, tq, tv = qp.shape[0], qp.shape[1], kp.shape[1]
+    out = np.zeros((batch, tq, tv))
+    for n in range(batch):
+        for i in range(tq):
+            for j in range(tv):
+                out[n, i, j] = np.dot(v, np.tanh(qp[n, i] + kp[n, j] + b))
+    return out
+
+
+def attend(logits, value, mask=None, probability_fn="softmax"):
+    weights = NORMALIZERS[probability_fn](logits, mask)
+    return np.einsum("...qk,...kd->...qd", weights, value), weights
