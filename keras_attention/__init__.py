@@ -5,17 +5,24 @@ Public API:
 - Layers: `BahdanauAttention`, `LuongAttention`, `ScaledDotProduct`, `MultiHead`.
 - Pure math: `keras_attention.ops` (scores, masked softmax / sparsemax /
   hardmax, the weighted sum) and `keras_attention.masks`.
+- Plots: `plot_attention`, `plot_heads`, `reduce_heads`,
+  `save_attention_html` (matplotlib is imported only when plotting).
 """
 
 __version__ = "0.1.0"
 
 from keras_attention import masks
 from keras_attention import ops
+from keras_attention import plotting
 from keras_attention.layers import BahdanauAttention
 from keras_attention.layers import BaseAttention
 from keras_attention.layers import LuongAttention
 from keras_attention.layers import MultiHead
 from keras_attention.layers import ScaledDotProduct
+from keras_attention.plotting import plot_attention
+from keras_attention.plotting import plot_heads
+from keras_attention.plotting import reduce_heads
+from keras_attention.plotting import save_attention_html
 
 __all__ = [
     "BahdanauAttention",
@@ -25,5 +32,10 @@ __all__ = [
     "ScaledDotProduct",
     "masks",
     "ops",
+    "plot_attention",
+    "plot_heads",
+    "plotting",
+    "reduce_heads",
+    "save_attention_html",
     "__version__",
 ]

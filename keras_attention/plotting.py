@@ -202,6 +202,9 @@ def _prepare(weights: Any, source_tokens: Sequence[Any], target_tokens: Sequence
                            index, "target", "Tq")
     cols = _keep_positions(tv, padding.source_length, padding.source_mask,
                            index, "source", "Tv")
+    if not (len(rows) and len(cols)):
+        raise ValueError(f"No tokens left after trimming padding: {len(rows)} "
+                         f"target and {len(cols)} source tokens.")
     return _Alignment(
         weights=w[:, rows][:, :, cols],  # (H, Tq', Tv')
         source_tokens=_match_tokens(source_tokens, cols, tv, "source", "Tv"),

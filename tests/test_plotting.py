@@ -19,15 +19,6 @@ SOURCE = ["the", "cat", "sat", "on", "the", "mat", "."]
 TARGET = ["le", "chat", "s'est", "assis", "."]
 
 
-@pytest.fixture(autouse=True)
-def _fresh_keras_state():
-    """Overrides conftest's per-test `clear_session` (~0.25 s of gc each).
-
-    Plotting builds no models or layers; it only converts tensors to NumPy.
-    """
-    yield
-
-
 def distinct_weights(*shape, seed=0):
     """Row-stochastic weights whose entries in each matrix are all different."""
     rng = np.random.default_rng(seed)
@@ -236,6 +227,7 @@ def test_accepts_backend_tensors():
     ((5, 7), {"source_length": 9}, "source_length=9 but weights have Tv=7"),
     ((5, 7), {"source_length": np.array([3, 4])}, r"received shape \(2,\)"),
     ((5, 7), {"source_length": 3, "source_mask": np.ones(7, bool)}, "not both"),
+    ((5, 7), {"target_mask": np.zeros(5, bool)}, "0 target and 7 source tokens"),
     ((5, 7), {"target_mask": np.ones(4, bool)},
      r"target_mask has shape \(4,\) but weights have Tq=5"),
     ((7,), {}, r"received shape \(7,\)"),

@@ -22,15 +22,6 @@ CHROME_FLAGS = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _fresh_keras_state():
-    """Overrides conftest's per-test `clear_session` (~0.25 s of gc each).
-
-    Plotting builds no models or layers; it only converts tensors to NumPy.
-    """
-    yield
-
-
 def separated_weights(*shape, seed=0):
     """Row-stochastic weights; each row is a permutation of well-spaced values."""
     rng = np.random.default_rng(seed)

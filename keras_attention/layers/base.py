@@ -59,6 +59,10 @@ class BaseAttention(keras.layers.Layer):
             self.seed_generator = keras.random.SeedGenerator(seed)
 
     # --------------------------------------------------------------- hooks
+    def build(self, query_shape, value_shape=None, key_shape=None):
+        # Layers with weights override this; the names are the call's.
+        self.built = True
+
     def project_memory(self, key, value):
         """Return `(key_features, value_features)` for `attend`.
 
