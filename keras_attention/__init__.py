@@ -2,7 +2,9 @@
 
 Public API:
 
-- Layers: `BahdanauAttention`, `LuongAttention`, `ScaledDotProduct`, `MultiHead`.
+- Layers: `BahdanauAttention`, `LuongAttention`, `ScaledDotProduct`, `MultiHead`,
+  `AttentionRNNCell` (input-feeding decoder cell around any of them) and
+  `AttentionRNN` (the RNN layer that runs it over a memory).
 - Pure math: `keras_attention.ops` (scores, masked softmax / sparsemax /
   hardmax, the weighted sum) and `keras_attention.masks`.
 - Plots: `plot_attention`, `plot_heads`, `reduce_heads`,
@@ -14,6 +16,8 @@ __version__ = "0.1.0"
 from keras_attention import masks
 from keras_attention import ops
 from keras_attention import plotting
+from keras_attention.layers import AttentionRNN
+from keras_attention.layers import AttentionRNNCell
 from keras_attention.layers import BahdanauAttention
 from keras_attention.layers import BaseAttention
 from keras_attention.layers import LuongAttention
@@ -25,6 +29,8 @@ from keras_attention.plotting import reduce_heads
 from keras_attention.plotting import save_attention_html
 
 __all__ = [
+    "AttentionRNN",
+    "AttentionRNNCell",
     "BahdanauAttention",
     "BaseAttention",
     "LuongAttention",

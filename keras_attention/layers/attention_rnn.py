@@ -1,0 +1,66 @@
+import keras
+
+from keras_attention.layers.attention_rnn_cell import AttentionRNNCell
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class AttentionRNN(keras.layers.RNN):
+    """`keras.layers.RNN` over an `AttentionRNNCell` that takes the memory.
+
+    `AttentionRNN(cell)(targets, memory, memory_mask=...)` equals
+    `keras.layers.RNN(cell)(targets, initial_state=cell.initial_state(memory,
+    value_mask=memory_mask))`, in one layer. Use it in Functional models:
+    there the two-call form makes the attention's memory projections graph
+    nodes of their own, which a saved model would restore as separate copies.
+    Keras fills `memory_mask` from the memory's Keras mask.
+
+    Args:
+        cell: an `AttentionRNNCell`.
+        return_sequences: return every step's output (default) or the last.
+        **kwargs: other `keras.layers.RNN` arguments, except `return_state`
+            (the state holds the memory; step the cell to read it).
+
+    Call arguments:
+        sequences: `(B, T, d_in)` decoder inputs.
+        memory: `(B, Tv, dv)` encoder outputs, attended at every step.
+        memory_mask: boolean `(B, Tv)`, True on real memory positions.
+        initial_state: initial states of the wrapped cell (e.g. the
+            encoder's final state), or None for zeros.
+        mask: `(B, T)` mask of the decoder inputs.
+        training: enables dropout.
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> from keras_attention import AttentionRNN, AttentionRNNCell, LuongAttention
+    >>> cell = AttentionRNNCell(keras.layers.GRUCell(8), LuongAttention("general"))
+    >>> memory = np.random.rand(2, 7, 6).astype("float32")
+    >>> AttentionRNN(cell)(np.random.rand(2, 5, 3).astype("float32"), memory).shape
+    (2, 5, 14)
+    """
+
+    def __init__(self, cell, return_sequences=True, **kwargs):
+        if not isinstance(cell, AttentionRNNCell):
+            raise TypeError(
+                f"AttentionRNN: `cell` must be an AttentionRNNCell. Received: {cell!r}"
+            )
+        if kwargs.get("return_state"):
+            raise ValueError(
+                "AttentionRNN: return_state=True is not supported; the state holds "
+                "the memory. Received: return_state=True"
+            )
+        super().__init__(cell, return_sequences=return_sequences, **kwargs)
+
+    def build(self, sequences_shape, memory_shape=None, initial_state_shape=None):
+        if memory_shape is not None:
+            self.cell._build_memory(memory_shape, memory_shape)
+        super().build(sequences_shape)
+
+    def compute_output_shape(self, sequences_shape, memory_shape=None, **kwargs):
+        if memory_shape is not None and self.cell._memory_shapes is None:
+            self.cell._build_memory(memory_shape, memory_shape)
+        return super().compute_output_shape(sequences_shape)
+
+    def call(self, sequences, memory, memory_mask=None, initial_state=None, mask=None, training=False):
+        states = self.cell.initial_state(memory, value_mask=memory_mask, cell_state=initial_state)
+        return super().call(sequences, initial_state=states, mask=mask, training=training)

@@ -1,0 +1,236 @@
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class AttentionRNNCell(keras.layers.Layer):
+    """An RNN cell that attends over a memory at every step (input feeding).
+
+    Wraps any Keras RNN cell and any attention layer of this package, for
+    Bahdanau-style decoders: at step `t`
+
+    ```
+    h_t, s_t = cell([x_t; a_{t-1}], s_{t-1})      # input feeding
+    c_t, w_t = attention(h_t, memory)              # context, weights (B, Tv)
+    a_t = tanh(W_a [h_t; c_t])  if attention_layer_size else c_t
+    output_t = [h_t; a_t]  (+ w_t flattened, with return_attention_weights)
+    ```
+
+    It fills the place of `tfa.seq2seq.AttentionWrapper`. Keras 3's `RNN`
+    has no `constants`, so the memory travels in the state: build the
+    initial state with `initial_state(value, ...)`, which also computes the
+    attention's key/value projections once for the whole sequence, and pass
+    it to `keras.layers.RNN(cell)(inputs, initial_state=...)`. The same
+    state drives step-by-step decoding with `cell(x_t, states)`.
+
+    State layout (a flat list): the wrapped cell's states, then `a_{t-1}`
+    `(B, attention_size)`, `w_{t-1}` (the attention weights of the previous
+    step), and the memory: projected keys, projected values and the memory
+    mask as 0/1 floats `(B, Tv)`. The memory parts never change over time.
+
+    Args:
+        cell: a Keras RNN cell (`GRUCell`, `LSTMCell`, ...).
+        attention: one of `BahdanauAttention`, `LuongAttention`,
+            `ScaledDotProduct`, `MultiHead`.
+        attention_layer_size: size of the attentional vector `a_t`
+            (Luong et al. 2015); `None` uses the context itself.
+        return_attention_weights: append each step's attention weights,
+            flattened (`Tv`, or `H*Tv` for `MultiHead`), to the output; needs
+            a memory of static length.
+        **kwargs: base layer arguments.
+
+    Example:
+
+    >>> import numpy as np, keras
+    >>> from keras_attention import AttentionRNNCell, BahdanauAttention
+    >>> cell = AttentionRNNCell(keras.layers.GRUCell(16), BahdanauAttention(8))
+    >>> encoder = np.random.rand(2, 7, 12).astype("float32")
+    >>> targets = np.random.rand(2, 5, 4).astype("float32")
+    >>> states = cell.initial_state(encoder)
+    >>> keras.layers.RNN(cell, return_sequences=True)(targets, initial_state=states).shape
+    (2, 5, 28)
+
+    References:
+        Bahdanau et al., ICLR 2015; Luong et al., EMNLP 2015 (input feeding).
+    """
+
+    def __init__(
+        self, cell, attention, attention_layer_size=None, return_attention_weights=False, **kwargs
+    ):
+        super().__init__(**kwargs)
+        self.cell = keras.layers.deserialize(cell) if isinstance(cell, dict) else cell
+        self.attention = (
+            keras.layers.deserialize(attention) if isinstance(attention, dict) else attention
+        )
+        for name, value in (("cell", self.cell), ("attention", self.attention)):
+            if not isinstance(value, keras.layers.Layer):
+                raise TypeError(
+                    f"AttentionRNNCell: `{name}` must be a Keras layer. Received: {value!r}"
+                )
+        if not hasattr(self.cell, "state_size"):
+            raise TypeError(
+                f"AttentionRNNCell: `cell` must be an RNN cell with a `state_size`. "
+                f"Received: {type(self.cell).__name__}"
+            )
+        if attention_layer_size is not None and (
+            not isinstance(attention_layer_size, int) or attention_layer_size < 1
+        ):
+            raise ValueError(
+                "AttentionRNNCell: `attention_layer_size` must be a positive integer "
+                f"or None. Received: attention_layer_size={attention_layer_size!r}"
+            )
+        self.attention_layer_size = attention_layer_size
+        self.return_attention_weights = bool(return_attention_weights)
+        self._memory_shapes = None
+        self.attention_dense = None
+        if attention_layer_size:
+            self.attention_dense = keras.layers.Dense(
+                attention_layer_size, activation="tanh", use_bias=False,
+                name="attention_dense", dtype=self.dtype_policy,
+            )
+
+    # ------------------------------------------------------------ sizes
+    @property
+    def _cell_state_sizes(self):
+        size = self.cell.state_size
+        return list(size) if isinstance(size, (list, tuple)) else [size]
+
+    @property
+    def _cell_output_size(self):
+        return getattr(self.cell, "output_size", None) or self._cell_state_sizes[0]
+
+    def _context_size(self):
+        value_dim = self._memory_shapes["value_shape"][-1]
+        return getattr(self.attention, "output_dim", None) or (
+            self._cell_output_size if hasattr(self.attention, "num_heads") else value_dim
+        )
+
+    @property
+    def _attention_size(self):
+        return self.attention_layer_size or self._context_size()
+
+    def _weights_size(self):
+        length = self._memory_shapes["value_shape"][1]
+        heads = getattr(self.attention, "num_heads", 1)
+        return None if length is None else heads * length
+
+    @property
+    def state_size(self):
+        if self._memory_shapes is None:  # sizes for counting before the memory is known
+            return [*self._cell_state_sizes, 1, 1, 1, 1, 1]
+        memory = [1, 1, 1]  # rank > 2 tensors; see the class docstring
+        return [*self._cell_state_sizes, self._attention_size, self._weights_size() or 1, *memory]
+
+    @property
+    def output_size(self):
+        size = self._cell_output_size + self._attention_size
+        if self.return_attention_weights:
+            weights = self._weights_size()
+            if weights is None:
+                raise ValueError(
+                    "AttentionRNNCell: return_attention_weights=True needs a memory of "
+                    f"static length. Received value shape {self._memory_shapes['value_shape']}"
+                )
+            size += weights
+        return size
+
+    # ------------------------------------------------------------ build
+    def _build_memory(self, value_shape, key_shape):
+        self._memory_shapes = {"value_shape": tuple(value_shape), "key_shape": tuple(key_shape)}
+        if not self.attention.built:
+            self.attention.build((None, self._cell_output_size), value_shape, key_shape)
+
+    def build(self, input_shape):
+        if self._memory_shapes is None:
+            raise ValueError(
+                "AttentionRNNCell: call `cell.initial_state(value, ...)` and pass its "
+                "result as `initial_state` before running the cell."
+            )
+        # Sublayers may come back built from their own build configs on reload.
+        if not self.cell.built:
+            self.cell.build((input_shape[0], input_shape[-1] + self._attention_size))
+        if self.attention_dense is not None and not self.attention_dense.built:
+            self.attention_dense.build((None, self._cell_output_size + self._context_size()))
+
+    def get_build_config(self):
+        config = super().get_build_config() or {}
+        if self._memory_shapes is not None:
+            config["memory_shapes"] = self._memory_shapes
+        return config
+
+    def build_from_config(self, config):
+        if self.built:
+            return
+        if "memory_shapes" in config:
+            self._build_memory(**config["memory_shapes"])
+        super().build_from_config(config)
+
+    # ------------------------------------------------------------ state
+    def initial_state(self, value, key=None, value_mask=None, cell_state=None):
+        """The initial state list for `value` `(B, Tv, dv)` (and `key`).
+
+        Builds the attention on the memory's shapes, computes its key/value
+        projections once, and starts the wrapped cell from `cell_state` (a
+        list, e.g. the encoder's final states) or zeros.
+        """
+        key = value if key is None else key
+        self._build_memory(value.shape, key.shape)
+        key_features, value_features = self.attention.project_memory(key, value)
+        # Zeros shaped from `value` itself, so that symbolic batch sizes work.
+        per_key = ops.zeros_like(ops.cast(value[..., 0], self.compute_dtype))  # (B, Tv)
+        per_row = per_key[:, :1]  # (B, 1)
+        if value_mask is None:
+            value_mask = ops.ones_like(per_key)
+        if cell_state is None:
+            cell_state = [ops.repeat(per_row, size, axis=1) for size in self._cell_state_sizes]
+        cell_state = list(cell_state) if isinstance(cell_state, (list, tuple)) else [cell_state]
+        weights = per_key
+        if hasattr(self.attention, "num_heads"):
+            weights = ops.repeat(per_key[:, None], self.attention.num_heads, axis=1)  # (B, H, Tv)
+        return [
+            *cell_state,
+            ops.repeat(per_row, self._attention_size, axis=1),
+            weights,
+            key_features,
+            value_features,
+            ops.cast(value_mask, self.compute_dtype),
+        ]
+
+    def get_initial_state(self, batch_size=None):
+        raise ValueError(
+            "AttentionRNNCell needs its memory in the initial state: pass "
+            "`initial_state=cell.initial_state(encoder_outputs, value_mask=...)` "
+            "to keras.layers.RNN, or call the cell with those states."
+        )
+
+    # ------------------------------------------------------------ step
+    def call(self, inputs, states, training=None):
+        count = len(self._cell_state_sizes)
+        cell_states, previous_attention = list(states[:count]), states[count]
+        key_features, value_features, memory_mask = states[count + 2 :]
+        cell_input = ops.concatenate([inputs, ops.cast(previous_attention, inputs.dtype)], -1)
+        cell_output, new_cell_states = self.cell(cell_input, cell_states, training=training)
+        new_cell_states = new_cell_states if isinstance(new_cell_states, (list, tuple)) else [new_cell_states]
+        context, weights = self.attention.attend(
+            cell_output, key_features, value_features,
+            value_mask=ops.greater(memory_mask, 0.5),
+            return_attention_scores=True, training=training,
+        )  # (B, dv), (B, Tv) or (B, H, Tv)
+        attention = context
+        if self.attention_dense is not None:
+            attention = self.attention_dense(ops.concatenate([cell_output, context], -1))
+        outputs = [cell_output, attention]
+        if self.return_attention_weights:
+            outputs.append(ops.reshape(weights, (ops.shape(weights)[0], -1)))  # (B, [H*]Tv)
+        new_states = [*new_cell_states, attention, weights, key_features, value_features, memory_mask]
+        return ops.concatenate(outputs, -1), new_states
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            cell=keras.layers.serialize(self.cell),
+            attention=keras.layers.serialize(self.attention),
+            attention_layer_size=self.attention_layer_size,
+            return_attention_weights=self.return_attention_weights,
+        )
+        return config
