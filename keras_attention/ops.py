@@ -86,10 +86,9 @@ def masked_softmax(logits, mask=None):
     A row with no True entry gives all zeros (never NaN), with zero gradients.
     """
     logits, mask = _prepare_logits(logits, mask)
-    shifted = logits - ops.stop_gradient(ops.max(logits, axis=-1, keepdims=True))
-    unnormalized = ops.exp(shifted)
-    weights = unnormalized / ops.sum(unnormalized, axis=-1, keepdims=True)
-    return _zero_masked(weights, mask)
+    if logits.shape[-1] == 1:  # one key: weight 1 (Keras warns on a size-1 softmax)
+        return _zero_masked(ops.ones_like(logits), mask)
+    return _zero_masked(ops.softmax(logits, axis=-1), mask)
 
 
 def masked_sparsemax(logits, mask=None):
