@@ -91,3 +91,8 @@ def test_errors_come_from_symbolic_calls_too():
     layer = LuongAttention(name="att")
     with pytest.raises(ValueError, match="score_mode='dot'"):
         layer(keras.Input((3, 6)), keras.Input((4, 5)))
+
+
+def test_project_memory_needs_a_built_layer():
+    with pytest.raises(ValueError, match="project_memory.*build"):
+        BahdanauAttention(4).project_memory(V, V)

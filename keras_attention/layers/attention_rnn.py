@@ -35,7 +35,8 @@ class AttentionRNN(keras.layers.RNN):
     >>> from keras_attention import AttentionRNN, AttentionRNNCell, LuongAttention
     >>> cell = AttentionRNNCell(keras.layers.GRUCell(8), LuongAttention("general"))
     >>> memory = np.random.rand(2, 7, 6).astype("float32")
-    >>> AttentionRNN(cell)(np.random.rand(2, 5, 3).astype("float32"), memory).shape
+    >>> targets = np.random.rand(2, 5, 3).astype("float32")
+    >>> tuple(AttentionRNN(cell)(targets, memory).shape)
     (2, 5, 14)
     """
 

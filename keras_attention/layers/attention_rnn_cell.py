@@ -47,7 +47,8 @@ class AttentionRNNCell(keras.layers.Layer):
     >>> encoder = np.random.rand(2, 7, 12).astype("float32")
     >>> targets = np.random.rand(2, 5, 4).astype("float32")
     >>> states = cell.initial_state(encoder)
-    >>> keras.layers.RNN(cell, return_sequences=True)(targets, initial_state=states).shape
+    >>> rnn = keras.layers.RNN(cell, return_sequences=True)
+    >>> tuple(rnn(targets, initial_state=states).shape)
     (2, 5, 28)
 
     References:

@@ -127,7 +127,7 @@ class BahdanauAttention(KernelArgsMixin, BaseAttention):
                 initializer=keras.initializers.Constant(math.sqrt(1.0 / self.units)),
             )
 
-    def project_memory(self, key, value):
+    def _project_memory(self, key, value):
         return self.key_dense(key), value
 
     def _project_query(self, query):

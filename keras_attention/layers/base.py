@@ -2,7 +2,8 @@
 
 A subclass creates its weights in `build`, and overrides only:
 
-- `project_memory(key, value)`: what depends on keys/values alone (cacheable);
+- `_project_memory(key, value)`: what depends on keys/values alone (cacheable,
+  exposed as `project_memory`);
 - `_project_query(query)`: what depends on the query alone;
 - `_scores(query, key)`: the logits `(B, Tq, Tv)` or `(B, H, Tq, Tv)`;
 - `_merge(context)`: back from heads to `(B, Tq, d)` (multi-head only).
@@ -68,8 +69,18 @@ class BaseAttention(keras.layers.Layer):
 
         Everything that depends only on the keys and values happens here, so
         a decoder can compute it once per source sentence and call `attend`
-        at every step with the result.
+        at every step with the result. The layer must be built (called once,
+        or `layer.build(query_shape, value_shape)`).
         """
+        if not self.built:
+            raise ValueError(
+                f"{type(self).__name__} (layer '{self.name}'): `project_memory` needs "
+                "the layer built; call it once or use `layer.build(query_shape, "
+                "value_shape[, key_shape])` first. Received: an unbuilt layer"
+            )
+        return self._project_memory(key, value)
+
+    def _project_memory(self, key, value):
         return key, value
 
     def _project_query(self, query):
@@ -98,7 +109,7 @@ class BaseAttention(keras.layers.Layer):
             value, value_mask = query, query_mask if value_mask is None else value_mask
         key = value if key is None else key
         self._validate(query, value, key, query_mask, value_mask, attention_mask)
-        key_features, value_features = self.project_memory(key, value)
+        key_features, value_features = self._project_memory(key, value)
         return self.attend(
             query,
             key_features,

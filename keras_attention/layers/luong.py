@@ -55,7 +55,7 @@ class LuongAttention(KernelArgsMixin, BaseAttention):
     >>> layer = LuongAttention(score_mode="general")
     >>> decoder = np.random.rand(2, 3, 8).astype("float32")
     >>> encoder = np.random.rand(2, 5, 6).astype("float32")
-    >>> layer(decoder, encoder).shape
+    >>> tuple(layer(decoder, encoder).shape)
     (2, 3, 6)
 
     References:
@@ -134,7 +134,7 @@ class LuongAttention(KernelArgsMixin, BaseAttention):
                 f"key feature size {dk}",
             )
 
-    def project_memory(self, key, value):
+    def _project_memory(self, key, value):
         if self.score_mode == "dot":
             return key, value
         return self.key_dense(key), value

@@ -145,7 +145,7 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         x = ops.reshape(x, (*ops.shape(x)[:-1], heads, -1))  # (B, T, heads, d)
         return ops.transpose(x, (0, 2, 1, 3))  # (B, heads, T, d)
 
-    def project_memory(self, key, value):
+    def _project_memory(self, key, value):
         key = self._split_heads(self.key_dense(key), self._kv_heads)  # (B, Hkv, Tv, dk)
         value = self._split_heads(self.value_dense(value), self._kv_heads)  # (B, Hkv, Tv, dv)
         group = self.num_heads // self._kv_heads

@@ -37,7 +37,7 @@ class ScaledDotProduct(BaseAttention):
     >>> import numpy as np
     >>> from keras_attention import ScaledDotProduct
     >>> x = np.random.rand(2, 5, 8).astype("float32")
-    >>> ScaledDotProduct()(x, x, use_causal_mask=True).shape
+    >>> tuple(ScaledDotProduct()(x, x, use_causal_mask=True).shape)
     (2, 5, 8)
 
     References:
