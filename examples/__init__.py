@@ -1,0 +1,1 @@
+"""Runnable examples of keras_attention; run them from the repository root."""

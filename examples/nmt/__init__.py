@@ -1,0 +1,11 @@
+"""Attention-based neural machine translation, run as ``python -m examples.nmt.train``.
+
+Modules:
+    data: ``load_splits`` (TFDS catalogue, ``tsv:PATH``, ``folder:PATH``, the
+        default ``date_normalization``), plus the vocabulary and batching API.
+    vocabulary: standardization and word vocabularies (0 = padding).
+    batching: ``make_batches`` -> ``((source_ids, target_in_ids), target_out_ids)``.
+    tsv: the Tatoeba/Anki ``English<TAB>Other`` format.
+    dates, date_normalization: the offline date task and its TFDS builder.
+    decoding: greedy and beam search over a ``step_fn``.
+"""
