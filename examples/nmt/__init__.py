@@ -8,4 +8,10 @@ Modules:
     tsv: the Tatoeba/Anki ``English<TAB>Other`` format.
     dates, date_normalization: the offline date task and its TFDS builder.
     decoding: greedy and beam search over a ``step_fn``.
+    model: ``build_model`` (Luong- and Bahdanau-style decoders) and
+        ``Seq2SeqDecoder`` (a ``step_fn`` with cached memory).
+    train: ``python -m examples.nmt.train``: training, evaluation, export.
+    evaluate: BLEU, chrF, exact match and alignment accuracy of a split.
+    export: the ``translate(strings)`` SavedModel.
+    translate: ``python -m examples.nmt.translate --model DIR "sentence" ...``.
 """

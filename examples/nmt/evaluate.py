@@ -1,0 +1,201 @@
+"""Decoding a split and scoring it: BLEU, chrF, exact match, alignment accuracy.
+
+``evaluate`` translates a split greedily or with beam search (through
+``examples.nmt.decoding`` and ``model.Seq2SeqDecoder``) and returns corpus
+BLEU and chrF (sacrebleu, on standardized text: lower-cased, tokens split by
+spaces), exact-match accuracy and, for data with gold alignments (the date
+task), attention alignment accuracy: the share of output tokens whose
+highest-weight source token is one the gold alignment names, over the output
+tokens that have gold links.
+
+Run ``python -m examples.nmt.evaluate --model runs/nmt`` to score a saved run.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import argparse
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import sacrebleu
+import tensorflow as tf
+
+from examples.nmt import data, decoding
+from examples.nmt.model import Seq2SeqDecoder
+
+
+def alignment_accuracy(
+    attention: np.ndarray, gold: np.ndarray, lengths: np.ndarray | None = None
+) -> tuple[int, int]:
+    """Counts output tokens whose argmax source token is a gold link.
+
+    Args:
+        attention: ``(B, T, Ts)`` weights of each output step.
+        gold: ``(B, Tg, Ts)`` 0/1 gold links, row ``t`` for output token ``t``.
+        lengths: ``(B,)`` output tokens per example (rows past it are skipped);
+            all rows if None.
+
+    Returns:
+        ``(correct, total)`` over rows ``t < min(T, Tg, length)`` with a gold link.
+    """
+    attention, gold = np.asarray(attention), np.asarray(gold)
+    rows = min(attention.shape[1], gold.shape[1])
+    columns = min(attention.shape[2], gold.shape[2])
+    attention, gold = attention[:, :rows, :columns], gold[:, :rows, :columns] > 0
+    linked = gold.any(-1)  # (B, rows)
+    if lengths is not None:
+        linked &= np.arange(rows)[None, :] < np.asarray(lengths)[:, None]
+    best = attention.argmax(-1)  # (B, rows)
+    hit = np.take_along_axis(gold, best[..., None], axis=-1)[..., 0]
+    return int((hit & linked).sum()), int(linked.sum())
+
+
+def make_translate_fn(
+    decoder: Seq2SeqDecoder,
+    *,
+    beam_size: int = 1,
+    length_penalty: float = 0.0,
+    coverage_penalty: float = 0.0,
+    max_length: int = 64,
+) -> Any:
+    """A ``tf.function``: ``(B, Ts)`` source ids -> ``SearchResult`` of the best hypothesis."""
+
+    @tf.function(reduce_retracing=True, autograph=False)  # explicit tf.while_loop
+    def translate(source_ids: tf.Tensor) -> decoding.SearchResult:
+        state = decoder.initial_state(source_ids)
+        common = dict(start_id=data.START_ID, end_id=data.END_ID, max_length=max_length)
+        if beam_size == 1:
+            result = decoding.greedy_search(decoder.step, state, **common)
+        else:
+            result = decoding.beam_search(
+                decoder.step, state, beam_size=beam_size,
+                length_penalty_alpha=length_penalty,
+                coverage_penalty_beta=coverage_penalty, **common,
+            )
+        return tf.nest.map_structure(lambda x: x[:, 0], result)  # best first
+
+    return translate
+
+
+def _texts(split: tf.data.Dataset, key: str) -> list[str]:
+    texts = split.map(lambda example: example[key]).batch(4096)
+    return [
+        text.decode("utf-8")
+        for batch in texts
+        for text in data.standardize(batch).numpy()
+    ]
+
+
+def evaluate(
+    model: Any,
+    split: tf.data.Dataset,
+    vocabularies: data.Vocabularies,
+    *,
+    batch_size: int = 256,
+    beam_size: int = 1,
+    length_penalty: float = 0.0,
+    coverage_penalty: float = 0.0,
+    max_length: int = 64,
+    samples: int = 3,
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """Translates ``split`` and scores it.
+
+    Returns:
+        ``(metrics, samples)``: metrics ``bleu``, ``chrf``, ``exact_match``,
+        ``examples`` and, with gold alignments, ``alignment_accuracy``;
+        the first ``samples`` translations with their source tokens, output
+        tokens and ``(T, Ts)`` attention, for plots.
+    """
+    with_alignment = "alignment" in split.element_spec
+    translate = make_translate_fn(
+        Seq2SeqDecoder(model), beam_size=beam_size, length_penalty=length_penalty,
+        coverage_penalty=coverage_penalty, max_length=max_length,
+    )
+    batches = data.make_batches(
+        split, vocabularies, batch_size, with_alignment=with_alignment, cache=False,
+        max_length=max_length,
+    )
+    hypotheses: list[str] = []
+    correct = total = 0
+    kept: list[dict[str, Any]] = []
+    for batch in batches:
+        (source_ids, _), _ = batch[:2]  # a third element: the gold alignment
+        result = translate(source_ids)
+        texts = vocabularies.target.decode(result.ids).numpy()
+        hypotheses.extend(text.decode("utf-8") for text in texts)
+        if with_alignment:
+            hits, count = alignment_accuracy(
+                result.attention.numpy(), batch[2].numpy(), result.lengths.numpy()
+            )
+            correct, total = correct + hits, total + count
+        for index in range(min(samples - len(kept), len(texts))):
+            kept.append(sample(source_ids[index], result, index, vocabularies))
+    references = _texts(split, "target")
+    metrics = {
+        "examples": len(hypotheses),
+        "bleu": sacrebleu.corpus_bleu(hypotheses, [references]).score,
+        "chrf": sacrebleu.corpus_chrf(hypotheses, [references]).score,
+        "exact_match": float(np.mean([h == r for h, r in zip(hypotheses, references)])),
+    }
+    if with_alignment:
+        metrics["alignment_accuracy"] = correct / max(total, 1)
+    return metrics, kept
+
+
+def sample(
+    source_ids: tf.Tensor, result: decoding.SearchResult, index: int,
+    vocabularies: data.Vocabularies,
+) -> dict[str, Any]:
+    """Example ``index`` of a search result: source and output tokens, ``(T, Ts)`` attention."""
+    source = [vocabularies.source.tokens[i] for i in source_ids.numpy() if i != data.PAD_ID]
+    length = int(result.lengths[index])
+    ids = result.ids[index, :length].numpy()
+    target = [vocabularies.target.tokens[i] for i in ids]
+    attention = result.attention[index, :length, : len(source)].numpy()
+    return {"source": source, "target": target, "attention": attention}
+
+
+def save_metrics(metrics: dict[str, Any], path: str) -> None:
+    with open(path, "w", encoding="utf-8") as file:
+        json.dump(metrics, file, indent=2, sort_keys=True)
+        file.write("\n")
+
+
+def add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--beam-size", type=int, default=1, help="1 = greedy search")
+    parser.add_argument("--length-penalty", type=float, default=0.0, help="GNMT alpha")
+    parser.add_argument("--coverage-penalty", type=float, default=0.0, help="GNMT beta")
+    parser.add_argument("--max-decode-length", type=int, default=64, help="most output tokens")
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, float]:
+    """Scores a saved run (``model.keras`` + vocabularies) on a split."""
+    from examples.nmt import train  # noqa: PLC0415  (registers custom objects)
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--model", default="runs/nmt", help="a train.py output dir")
+    parser.add_argument("--split", default="test", choices=data.SPLITS)
+    parser.add_argument("--batch-size", type=int, default=256)
+    data.add_arguments(parser)
+    add_decoding_arguments(parser)
+    args = parser.parse_args(argv)
+    train.require_tensorflow_backend()
+    model, vocabularies = train.load_run(args.model)
+    metrics, _ = evaluate(
+        model, data.splits_from_args(args)[args.split], vocabularies,
+        batch_size=args.batch_size, beam_size=args.beam_size,
+        length_penalty=args.length_penalty, coverage_penalty=args.coverage_penalty,
+        max_length=args.max_decode_length,
+    )
+    print(json.dumps(metrics, indent=2, sort_keys=True))
+    return metrics
+
+
+if __name__ == "__main__":
+    main()
