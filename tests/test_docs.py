@@ -1,9 +1,12 @@
-"""Every Python code block in README.md and docs/*.md runs, so the docs cannot rot.
+"""Every Python code block in README.md and docs/**/*.md runs, so the docs cannot rot.
 
 Blocks of one page run in order in one namespace, in a temporary folder.
 A page's blocks that import TensorFlow run only on the TensorFlow backend.
+A block directly preceded by the line `<!-- no-test -->` (for code that
+trains for minutes) is only compiled, so it still has to be valid Python.
 """
 
+import importlib.util
 import pathlib
 import re
 
@@ -12,7 +15,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+BLOCK = re.compile(r"^(<!-- no-test -->\n)?```python\n(.*?)^```", re.S | re.M)
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -20,8 +23,25 @@ def test_code_blocks_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     namespace = {"__name__": "__docs__"}
     blocks = BLOCK.findall(page.read_text())
-    for number, block in enumerate(blocks, 1):
+    for number, (no_test, block) in enumerate(blocks, 1):
+        code = compile(block, f"{page.name} block {number}", "exec")
+        if no_test:
+            continue
         if "import tensorflow" in block and keras.backend.backend() != "tensorflow":
             continue
-        code = compile(block, f"{page.name} block {number}", "exec")
         exec(code, namespace)  # noqa: S102 - our own documentation
+
+
+@pytest.mark.slow
+def test_figure_script_draws_every_figure(tmp_path):
+    """docs/scripts/make_figures.py, the script behind docs/img/, still runs."""
+    pytest.importorskip("matplotlib")
+    spec = importlib.util.spec_from_file_location(
+        "make_figures", ROOT / "docs" / "scripts" / "make_figures.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    paths = module.main(["--output", str(tmp_path), "--epochs", "1", "--examples", "128"])
+    committed = {path.name for path in (ROOT / "docs" / "img").glob("*.png")}
+    assert {path.name for path in paths} <= committed  # every figure it draws is in docs/img
+    assert all(path.stat().st_size > 0 for path in paths)
