@@ -27,6 +27,11 @@ class BahdanauAttention(KernelArgsMixin, BaseAttention):
         probability_fn: `"softmax"`, `"sparsemax"` or `"hardmax"`.
         dropout: dropout rate on the attention weights.
         seed: seed of the dropout.
+        implementation: `"auto"`, `"exact"` or `"chunked"`: the chunked path
+            never holds the `(B, Tq, Tv, units)` tanh, only
+            `(B, block, block, units)` tiles; see `BaseAttention`.
+        block_size: queries and keys per tile of the chunked path (32 if
+            None).
         kernel_initializer, bias_initializer, kernel_regularizer,
         bias_regularizer, kernel_constraint, bias_constraint: for `W_q`,
             `W_k`, `v` (kernel) and `b` (bias).
@@ -63,6 +68,8 @@ class BahdanauAttention(KernelArgsMixin, BaseAttention):
         Bahdanau, Cho & Bengio, "Neural Machine Translation by Jointly
         Learning to Align and Translate", ICLR 2015.
     """
+
+    _score_kind = "additive"
 
     def __init__(
         self,
@@ -133,12 +140,20 @@ class BahdanauAttention(KernelArgsMixin, BaseAttention):
     def _project_query(self, query):
         return self.query_dense(query)
 
-    def _scores(self, query, key):
-        v = ops.cast(self.v, query.dtype)
+    def _score_vector(self, dtype):
+        v = ops.cast(self.v, dtype)
         if self.normalize:
-            v = ops.cast(self.g, query.dtype) * v / ops.sqrt(ops.sum(ops.square(v)))
+            v = ops.cast(self.g, dtype) * v / ops.sqrt(ops.sum(ops.square(v)))
+        return v
+
+    def _scores(self, query, key):
         bias = None if self.b is None else ops.cast(self.b, query.dtype)
-        return attention_ops.additive_scores(query, key, v, bias)
+        return attention_ops.additive_scores(query, key, self._score_vector(query.dtype), bias)
+
+    def _blockwise_inputs(self, query, key):
+        if self.b is not None:
+            query = query + ops.cast(self.b, query.dtype)
+        return query, key, self._score_vector(query.dtype)
 
     def get_config(self):
         config = super().get_config()

@@ -16,6 +16,7 @@ import keras
 from keras import ops
 
 from keras_attention import masks as masks_lib
+from keras_attention import memory_efficient
 from keras_attention import ops as attention_ops
 
 
@@ -33,13 +34,35 @@ class BaseAttention(keras.layers.Layer):
             softmax gradient backward).
         dropout: fraction of the attention weights dropped in training.
         seed: seed of the dropout.
+        implementation: `"auto"` (default), `"exact"` or `"chunked"`. The
+            exact path materializes the `(B, [H,] Tq, Tv)` weights; the
+            chunked path (`keras_attention.memory_efficient`) works on
+            `block_size` tiles with an online softmax and a recomputing
+            backward pass, in `O(Tq + Tv)` memory, for softmax attention
+            without returned weights. `"auto"` takes the chunked path (or a
+            backend's fused kernel, see `memory_efficient.fused_attention_available`)
+            only when the weights are not requested, `probability_fn` is
+            softmax, the lengths are static and the problem is large
+            (`memory_efficient.choose_implementation`).
+        block_size: queries and keys per tile of the chunked path; `None`
+            means 512 for dot-product scores and 32 for additive scores.
         **kwargs: base `keras.layers.Layer` arguments (`name`, `dtype`, ...).
     """
 
     # Whether the logits carry a heads axis: (B, H, Tq, Tv).
     _has_heads = False
+    # "dot" or "additive" when the score has a blockwise form (chunked path).
+    _score_kind = None
 
-    def __init__(self, probability_fn="softmax", dropout=0.0, seed=None, **kwargs):
+    def __init__(
+        self,
+        probability_fn="softmax",
+        dropout=0.0,
+        seed=None,
+        implementation="auto",
+        block_size=None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if probability_fn not in attention_ops.PROBABILITY_FNS:
             raise ValueError(
@@ -52,9 +75,12 @@ class BaseAttention(keras.layers.Layer):
                 f"{type(self).__name__}: `dropout` must be a float in [0, 1). "
                 f"Received: dropout={dropout!r}"
             )
+        self._validate_implementation(implementation, block_size, probability_fn)
         self.probability_fn = probability_fn
         self.dropout = float(dropout)
         self.seed = seed
+        self.implementation = implementation
+        self.block_size = block_size
         self.supports_masking = True
         if self.dropout > 0:
             self.seed_generator = keras.random.SeedGenerator(seed)
@@ -91,6 +117,16 @@ class BaseAttention(keras.layers.Layer):
 
     def _merge(self, context):
         return context
+
+    def _blockwise_inputs(self, query, key):
+        """`(query, key, parameter)` for the chunked path's score.
+
+        `query` comes from `_project_query`, `key` from `project_memory`. The
+        parameter is the scale (a float) of a "dot" score, the scoring vector
+        `(U,)` of an "additive" one; anything learned in the score (a gain, a
+        bias) is folded into these tensors so autodiff reaches it.
+        """
+        raise TypeError(f"{type(self).__name__} has no blockwise score.")
 
     # ------------------------------------------------------------ contract
     def call(
@@ -141,14 +177,35 @@ class BaseAttention(keras.layers.Layer):
             query_mask = None if query_mask is None else ops.expand_dims(query_mask, 1)
             if attention_mask is not None:
                 attention_mask = ops.expand_dims(attention_mask, 1)
-        value_axis = -2  # features last: (..., Tv, d)
+        masks = dict(
+            query_mask=query_mask,
+            value_mask=value_mask,
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+        )
+        dropout = self.dropout if training and self.dropout > 0 else 0.0
+        memory = (key_features, value_features)
+        path = self._choose_path(query, memory, masks, dropout, return_attention_scores)
+        if path == "exact":
+            context, weights = self._attend_exact(query, *memory, masks, dropout)
+        else:
+            context = self._attend_blockwise(path, query, *memory, masks, dropout)
+            weights = None
+        if single_step:
+            context = ops.squeeze(context, 1)  # (B, d)
+            weights = None if weights is None else ops.squeeze(weights, -2)  # (B, [H,] Tv)
+        if return_attention_scores:
+            return context, weights
+        return context
+
+    def _attend_exact(self, query, key_features, value_features, masks, dropout):
         mask = masks_lib.attention_mask_from(
-            query_mask,
-            value_mask,
-            attention_mask,
-            use_causal_mask,
+            masks["query_mask"],
+            masks["value_mask"],
+            masks["attention_mask"],
+            masks["use_causal_mask"],
             ops.shape(query)[1],
-            ops.shape(value_features)[value_axis],
+            ops.shape(value_features)[-2],
         )  # (B, Tq, Tv)
         if mask is not None and self._has_heads:
             mask = ops.expand_dims(mask, 1)  # (B, 1, Tq, Tv)
@@ -156,17 +213,62 @@ class BaseAttention(keras.layers.Layer):
         weights = attention_ops.normalize(logits, mask, self.probability_fn)
         weights = ops.cast(weights, self.compute_dtype)
         dropped = weights
-        if training and self.dropout > 0:
-            dropped = keras.random.dropout(
-                weights, self.dropout, seed=self.seed_generator
+        if dropout:
+            dropped = keras.random.dropout(weights, dropout, seed=self.seed_generator)
+        return self._merge(attention_ops.attend(dropped, value_features)), weights
+
+    def _attend_blockwise(self, path, query, key_features, value_features, masks, dropout):
+        query, key, parameter = self._blockwise_inputs(self._project_query(query), key_features)
+        if path == "fused":
+            context = memory_efficient.fused_dot_product_attention(
+                query,
+                key,
+                value_features,
+                scale=parameter,
+                query_mask=masks["query_mask"],
+                use_causal_mask=masks["use_causal_mask"],
             )
-        context = self._merge(attention_ops.attend(dropped, value_features))
-        if single_step:
-            context = ops.squeeze(context, 1)  # (B, d)
-            weights = ops.squeeze(weights, -2)  # (B, Tv) or (B, H, Tv)
-        if return_attention_scores:
-            return context, weights
-        return context
+            return self._merge(context)
+        seed = self.seed_generator if dropout else None
+        options = dict(masks, dropout_rate=dropout, seed=seed, block_size=self.block_size)
+        if self._score_kind == "dot":
+            context = memory_efficient.chunked_dot_product_attention(
+                query, key, value_features, scale=parameter, **options
+            )
+        else:
+            context = memory_efficient.chunked_additive_attention(
+                query, key, value_features, parameter, **options
+            )
+        return self._merge(context)
+
+    def _choose_path(self, query, memory, masks, dropout, return_attention_scores):
+        """"exact", "chunked" or "fused" for this call (see `choose_implementation`)."""
+        key_features, value_features = memory
+        query_length = _static(query.shape[1])
+        value_length = _static(value_features.shape[-2])
+        dk, dv = _static(key_features.shape[-1]), _static(value_features.shape[-1])
+        fused = self._score_kind == "dot" and memory_efficient.fused_attention_available(
+            dtype=self.compute_dtype,
+            head_dim=dk if dk == dv else None,
+            query_length=query_length,
+            value_length=value_length,
+            use_causal_mask=bool(masks["use_causal_mask"]),
+            has_value_mask=masks["value_mask"] is not None,
+            has_attention_mask=masks["attention_mask"] is not None,
+            dropout=dropout,
+        )
+        return memory_efficient.choose_implementation(
+            self.implementation,
+            score=self._score_kind,
+            probability_fn=self.probability_fn,
+            return_attention_scores=return_attention_scores,
+            query_length=query_length,
+            value_length=value_length,
+            batch_size=_static(query.shape[0]),
+            heads=getattr(self, "num_heads", 1),
+            units=getattr(self, "units", None),
+            fused_available=fused,
+        )
 
     # ---------------------------------------------------------- validation
     def _fail(self, argument, expected, received):
@@ -232,11 +334,37 @@ class BaseAttention(keras.layers.Layer):
     def _validate_features(self, query, key, value):
         """Subclasses check feature sizes their score needs."""
 
+    def _validate_implementation(self, implementation, block_size, probability_fn):
+        if implementation not in memory_efficient.IMPLEMENTATIONS:
+            raise ValueError(
+                f"{type(self).__name__}: `implementation` must be one of "
+                f"{memory_efficient.IMPLEMENTATIONS}. Received: "
+                f"implementation={implementation!r}"
+            )
+        if block_size is not None and (
+            isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1
+        ):
+            raise ValueError(
+                f"{type(self).__name__}: `block_size` must be a positive integer "
+                f"or None. Received: block_size={block_size!r}"
+            )
+        if implementation == "chunked" and probability_fn != "softmax":
+            raise ValueError(
+                f"{type(self).__name__}: implementation='chunked' supports only "
+                "probability_fn='softmax' (it never materializes the weights "
+                "that sparsemax and hardmax need). Received: "
+                f"probability_fn={probability_fn!r}"
+            )
+
     # -------------------------------------------------------------- config
     def get_config(self):
         config = super().get_config()
         config.update(
-            probability_fn=self.probability_fn, dropout=self.dropout, seed=self.seed
+            probability_fn=self.probability_fn,
+            dropout=self.dropout,
+            seed=self.seed,
+            implementation=self.implementation,
+            block_size=self.block_size,
         )
         return config
 

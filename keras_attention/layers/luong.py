@@ -32,6 +32,10 @@ class LuongAttention(KernelArgsMixin, BaseAttention):
         probability_fn: `"softmax"`, `"sparsemax"` or `"hardmax"`.
         dropout: dropout rate on the attention weights.
         seed: seed of the dropout.
+        implementation: `"auto"`, `"exact"` or `"chunked"` (memory-efficient
+            tiles for long sequences); see `BaseAttention`.
+        block_size: queries and keys per tile of the chunked path (512 for
+            `"dot"`/`"general"`, 32 for `"concat"` if None).
         kernel_initializer, bias_initializer, kernel_regularizer,
         bias_regularizer, kernel_constraint, bias_constraint: for `W`, `v`.
         **kwargs: base layer arguments.
@@ -150,6 +154,17 @@ class LuongAttention(KernelArgsMixin, BaseAttention):
         if self.g is not None:
             logits = logits * ops.cast(self.g, logits.dtype)
         return logits
+
+    @property
+    def _score_kind(self):
+        return "additive" if self.score_mode == "concat" else "dot"
+
+    def _blockwise_inputs(self, query, key):
+        gain = None if self.g is None else ops.cast(self.g, query.dtype)
+        if self.score_mode == "concat":
+            v = ops.cast(self.v, query.dtype)
+            return query, key, v if gain is None else v * gain
+        return (query if gain is None else query * gain), key, 1.0
 
     def get_config(self):
         config = super().get_config()

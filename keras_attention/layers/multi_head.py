@@ -44,6 +44,9 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         probability_fn: `"softmax"`, `"sparsemax"` or `"hardmax"`.
         dropout: dropout rate on the attention weights.
         seed: seed of the dropout.
+        implementation: `"auto"`, `"exact"` or `"chunked"` (memory-efficient
+            tiles for long sequences); see `BaseAttention`.
+        block_size: queries and keys per tile of the chunked path.
         kernel_initializer, bias_initializer, kernel_regularizer,
         bias_regularizer, kernel_constraint, bias_constraint: for the four
             projections.
@@ -78,6 +81,7 @@ class MultiHead(KernelArgsMixin, BaseAttention):
     """
 
     _has_heads = True
+    _score_kind = "dot"
 
     def __init__(
         self,
@@ -159,6 +163,9 @@ class MultiHead(KernelArgsMixin, BaseAttention):
 
     def _scores(self, query, key):
         return attention_ops.dot_product_scores(query, key, 1.0 / math.sqrt(self.key_dim))
+
+    def _blockwise_inputs(self, query, key):
+        return query, key, 1.0 / math.sqrt(self.key_dim)
 
     def _merge(self, context):
         context = ops.transpose(context, (0, 2, 1, 3))  # (B, Tq, H, dv)

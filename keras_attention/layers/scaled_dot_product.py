@@ -18,6 +18,9 @@ class ScaledDotProduct(BaseAttention):
         probability_fn: `"softmax"`, `"sparsemax"` or `"hardmax"`.
         dropout: dropout rate on the attention weights.
         seed: seed of the dropout.
+        implementation: `"auto"`, `"exact"` or `"chunked"` (memory-efficient
+            tiles for long sequences); see `BaseAttention`.
+        block_size: queries and keys per tile of the chunked path.
         **kwargs: base layer arguments.
 
     Call arguments:
@@ -44,6 +47,8 @@ class ScaledDotProduct(BaseAttention):
         Vaswani et al., "Attention Is All You Need", NeurIPS 2017.
     """
 
+    _score_kind = "dot"
+
     def __init__(self, scale=None, probability_fn="softmax", dropout=0.0, seed=None, **kwargs):
         super().__init__(probability_fn=probability_fn, dropout=dropout, seed=seed, **kwargs)
         if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
@@ -62,6 +67,10 @@ class ScaledDotProduct(BaseAttention):
         if scale is None:
             scale = 1.0 / math.sqrt(query.shape[-1])
         return attention_ops.dot_product_scores(query, key, scale)
+
+    def _blockwise_inputs(self, query, key):
+        scale = self.scale if self.scale is not None else 1.0 / math.sqrt(query.shape[-1])
+        return query, key, scale
 
     def get_config(self):
         config = super().get_config()
