@@ -249,6 +249,7 @@ def plot(results: dict, path: str, implementations) -> None:
               "chunked": "MultiHead (chunked)", "auto": "MultiHead (auto)"}
     results = {int(length): by_impl for length, by_impl in results.items()}
     figure, axes = plt.subplots(figsize=(6.4, 4.2))
+    failures = {}  # failed runs so far at each length, to stack their labels
     for impl in implementations:
         runs = [(t, r[impl]) for t, r in sorted(results.items()) if impl in r]
         done = [(t, r["peak_gib"]) for t, r in runs if "error" not in r]
@@ -259,8 +260,9 @@ def plot(results: dict, path: str, implementations) -> None:
                 seen = max(r.get("rss_seen_gib", 0.0), 0.05)
                 axes.plot([t], [seen], marker="x", markersize=10, color=color)
                 why = "killed at the cap" if "cap" in r["error"] else "out of memory"
-                axes.annotate(why, (t, seen), textcoords="offset points", xytext=(-70, 6),
-                              fontsize=7, color=color)
+                stacked = failures[t] = failures.get(t, -1) + 1
+                axes.annotate(f"{impl}: {why}", (t, seen), textcoords="offset points",
+                              xytext=(-95, 6 + 10 * stacked), fontsize=7, color=color)
     axes.set_xscale("log", base=2)
     axes.set_yscale("log")
     axes.set_xticks(sorted(results), [str(t) for t in sorted(results)])

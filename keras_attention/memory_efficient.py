@@ -53,8 +53,11 @@ DEFAULT_ADDITIVE_BLOCK_SIZE = 32
 # "auto" switches to the chunked path once the exact path's largest
 # temporary, (B, H, Tq, Tv) weights or the (B, Tq, Tv, U) tanh, would reach
 # this many elements (256 MiB in float32; the exact step peaks at about four
-# times that). Below it the exact path is faster and small enough.
+# times that). Below it the exact path is faster on TensorFlow and PyTorch
+# and small enough. On JAX, XLA fuses each tile and the chunked path was
+# measured faster than the exact one from T = 256 (B=1, H=8) on.
 AUTO_CHUNKED_MIN_ELEMENTS = 2**26
+AUTO_CHUNKED_MIN_ELEMENTS_JAX = 2**20
 
 
 # ----------------------------------------------------------------------------
@@ -158,6 +161,7 @@ def choose_implementation(
     heads: int = 1,
     units: Optional[int] = None,
     fused_available: bool = False,
+    backend: Optional[str] = None,
 ) -> str:
     """Which attention path a layer call takes: "exact", "chunked" or "fused".
 
@@ -173,8 +177,11 @@ def choose_implementation(
       largest temporary would hold `AUTO_CHUNKED_MIN_ELEMENTS` (2**26)
       elements: `B * H * Tq * Tv` weights for dot-product scores,
       `B * Tq * Tv * units` for the tanh of additive scores (an unknown
-      batch size counts as 1). Smaller problems stay exact: the chunked
-      path recomputes the logits in the backward pass and is slower.
+      batch size counts as 1). Smaller problems stay exact: on TensorFlow
+      and PyTorch the chunked path, which recomputes the logits in the
+      backward pass, is slower. On JAX the bar is
+      `AUTO_CHUNKED_MIN_ELEMENTS_JAX` (2**20), where the fused tiles are
+      already faster than the exact path.
 
     Args:
         implementation: "auto", "exact" or "chunked".
@@ -187,6 +194,7 @@ def choose_implementation(
         heads: `H` of a multi-head score.
         units: `U` of an additive score.
         fused_available: result of `fused_attention_available` for this call.
+        backend: the Keras backend; defaults to the current one.
     """
     if implementation not in IMPLEMENTATIONS:
         raise ValueError(
@@ -219,7 +227,9 @@ def choose_implementation(
         return "fused"
     width = (units or 1) if score == "additive" else heads
     elements = (batch_size or 1) * width * query_length * value_length
-    return "chunked" if elements >= AUTO_CHUNKED_MIN_ELEMENTS else "exact"
+    jax = (backend or keras.backend.backend()) == "jax"
+    threshold = AUTO_CHUNKED_MIN_ELEMENTS_JAX if jax else AUTO_CHUNKED_MIN_ELEMENTS
+    return "chunked" if elements >= threshold else "exact"
 
 
 def fused_attention_available(

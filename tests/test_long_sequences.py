@@ -134,11 +134,11 @@ def test_rank_2_query_chunked_equals_exact(name, rng):
     q = rng.normal(size=(2, DQ)).astype("float32")
     k = rng.normal(size=(2, TV, DK)).astype("float32")
     v = rng.normal(size=(2, TV, DV)).astype("float32")
-    value_mask = np.arange(TV)[None] < np.array([[TV], [11]])
-    expected = to_numpy(exact(q, v, key=k, value_mask=value_mask))
-    actual = to_numpy(chunked(q, v, key=k, value_mask=value_mask))
-    assert actual.shape == expected.shape
-    np.testing.assert_allclose(actual, expected, atol=1e-5)
+    call_kwargs = {"value_mask": np.arange(TV)[None] < np.array([[TV], [11]])}
+    _assert_same(
+        _value_and_grads(exact, q, v, k, call_kwargs),
+        _value_and_grads(chunked, q, v, k, call_kwargs),
+    )
 
 
 def test_dropout_uses_one_mask_in_both_passes(rng):
@@ -276,7 +276,13 @@ def test_causal_tiles_in_the_future_are_skipped():
     ],
 )
 def test_choose_implementation(kwargs, expected):
-    assert memory_efficient.choose_implementation(**kwargs) == expected
+    assert memory_efficient.choose_implementation(backend="tensorflow", **kwargs) == expected
+
+
+def test_auto_goes_chunked_sooner_on_jax():
+    sizes = dict(query_length=512, value_length=512, heads=8)
+    assert memory_efficient.choose_implementation(backend="jax", **sizes) == "chunked"
+    assert memory_efficient.choose_implementation(backend="torch", **sizes) == "exact"
 
 
 @pytest.mark.parametrize(
@@ -330,6 +336,7 @@ def test_auto_takes_the_chunked_path_only_when_it_pays(monkeypatch, rng):
 
     monkeypatch.setattr(memory_efficient, "chunked_dot_product_attention", spy)
     monkeypatch.setattr(memory_efficient, "AUTO_CHUNKED_MIN_ELEMENTS", 50 * 50)
+    monkeypatch.setattr(memory_efficient, "AUTO_CHUNKED_MIN_ELEMENTS_JAX", 50 * 50)
     layer = ScaledDotProduct(block_size=16)
     x = rng.normal(size=(1, 60, 4)).astype("float32")
     layer(x[:, :40], x[:, :40])  # 40 * 40 logits: exact
