@@ -40,14 +40,23 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[1024, 2048])
-    parser.add_argument("--cases", nargs="+", default=["mha", "additive"], choices=["mha", "additive"])
     parser.add_argument(
-        "--implementations", nargs="+", default=["keras", "exact", "chunked"], choices=IMPLEMENTATIONS
+        "--cases", nargs="+", default=["mha", "additive"], choices=["mha", "additive"]
     )
-    parser.add_argument("--block-size", type=int, default=None, help="chunked tiles (layer default if unset)")
+    parser.add_argument(
+        "--implementations", nargs="+", default=["keras", "exact", "chunked"],
+        choices=IMPLEMENTATIONS,
+    )
+    parser.add_argument(
+        "--block-size", type=int, default=None, help="chunked tiles (layer default if unset)"
+    )
     parser.add_argument("--repeats", type=int, default=3, help="timed steps after the first")
     parser.add_argument("--backend", default=os.environ.get("KERAS_BACKEND", "tensorflow"))
     parser.add_argument("--jit-compile", action="store_true", help="XLA on TensorFlow")
+    parser.add_argument(
+        "--threads", type=int, default=None,
+        help="intra-op threads on TensorFlow/PyTorch (steadier on a shared machine)",
+    )
     parser.add_argument("--memory-cap-gib", type=float, default=14.0)
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per measurement")
     parser.add_argument("--output-dir", default="benchmarks/results")
@@ -134,8 +143,25 @@ def _step_fn(backend, layer, inputs, call, jit_compile):
     return step
 
 
+def _set_threads(backend: str, threads) -> None:
+    if not threads:
+        return
+    if backend == "torch":
+        import torch
+
+        torch.set_num_threads(threads)
+    elif backend == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(threads)
+
+
 def _child(spec: dict) -> dict:
-    layer, inputs, call = _build(spec["case"], spec["implementation"], spec["length"], spec["block_size"])
+    _set_threads(spec["backend"], spec.get("threads"))
+    layer, inputs, call = _build(
+        spec["case"], spec["implementation"], spec["length"], spec["block_size"]
+    )
     step = _step_fn(spec["backend"], layer, inputs, call, spec["jit_compile"])
     pathlib.Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
     baseline = _status_gib("VmRSS")
@@ -176,7 +202,9 @@ def measure(spec: dict, args) -> dict:
     env = dict(os.environ, KERAS_BACKEND=spec["backend"], TF_CPP_MIN_LOG_LEVEL="3")
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     command = [sys.executable, str(pathlib.Path(__file__).resolve()), "--child", json.dumps(spec)]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     start, peak, killed = time.monotonic(), 0.0, None
     while process.poll() is None:
         peak = max(peak, _rss_gib(process.pid))
@@ -289,9 +317,11 @@ def main(argv=None):
         for length in lengths:
             for impl in args.implementations:
                 spec = dict(case=case, implementation=impl, length=length, backend=args.backend,
-                            block_size=args.block_size, repeats=args.repeats, jit_compile=args.jit_compile)
+                            block_size=args.block_size, repeats=args.repeats,
+                            jit_compile=args.jit_compile, threads=args.threads)
                 load = os.getloadavg()[0]
-                print(f"[{case} T={length} {impl}] load average {load:.1f} ...", file=sys.stderr, flush=True)
+                print(f"[{case} T={length} {impl}] load average {load:.1f} ...",
+                      file=sys.stderr, flush=True)
                 result = measure(spec, args)
                 result["load_average"] = load
                 results[case].setdefault(length, {})[impl] = result
