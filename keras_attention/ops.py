@@ -55,12 +55,33 @@ def additive_scores(query, key, v, bias=None):
 
     The `(B, Tq, Tv, U)` tanh is unavoidable in the math; the contraction with
     `v` is a matrix product rather than a multiply-and-reduce, which keeps the
-    forward and backward passes at one large temporary each.
+    forward and backward passes at one large temporary each. It is written as
+    a rank-2 product, which TensorFlow runs as a plain `MatMul`: a rank-4 one
+    becomes a `Tensordot`, whose gradient XLA cannot compile inside a while
+    loop (an RNN over `AttentionRNNCell` under `jit_compile=True`).
     """
+    query, key, v = (ops.convert_to_tensor(x) for x in (query, key, v))
     if bias is not None:
-        query = query + bias
-    hidden = ops.tanh(query[:, :, None, :] + key[:, None, :, :])  # (B, Tq, Tv, U)
-    return ops.squeeze(ops.matmul(hidden, v[:, None]), -1)  # (B, Tq, Tv)
+        query = _add_bias(query, ops.convert_to_tensor(bias))
+    hidden = ops.tanh(ops.expand_dims(query, -2) + ops.expand_dims(key, -3))  # (B, Tq, Tv, U)
+    units = ops.shape(v)[0]
+    logits = ops.matmul(ops.reshape(hidden, (-1, units)), ops.expand_dims(v, -1))  # (N, 1)
+    return ops.reshape(logits, ops.shape(hidden)[:-1])  # (B, Tq, Tv)
+
+
+def _add_bias(x, bias):
+    """`x + bias` over the last axis, the broadcast written as a matrix product.
+
+    The gradient of a broadcast add is a sum; under XLA the bias's sum of the
+    query's (or key's) gradient, itself a sum over the `(B, Tq, Tv, U)` tanh
+    gradient, is folded into a second reduction over that whole tensor, which
+    measured twice the time of the layer's forward and backward pass
+    (benchmarks/layers.py). The gradient of `ones @ bias` is a matrix product,
+    which XLA leaves alone. The value is exact (`1.0 * b`).
+    """
+    rows = ops.reshape(x, (-1, ops.shape(bias)[0]))  # (N, U)
+    ones = ops.ones_like(rows[:, :1])  # (N, 1)
+    return x + ops.reshape(ops.matmul(ones, ops.expand_dims(bias, 0)), ops.shape(x))
 
 
 # ----------------------------------------------------------------------------

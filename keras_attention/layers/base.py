@@ -4,9 +4,12 @@ A subclass creates its weights in `build`, and overrides only:
 
 - `_project_memory(key, value)`: what depends on keys/values alone (cacheable,
   exposed as `project_memory`);
-- `_project_query(query)`: what depends on the query alone;
+- `_project_query(query)`: what depends on the query alone, for a `(B, Tq, d)`
+  query and for a `(B, d)` single step (the step axis is added afterwards, at
+  -2, so a step is projected with rank-2 ops);
 - `_scores(query, key)`: the logits `(B, Tq, Tv)` or `(B, H, Tq, Tv)`;
-- `_merge(context)`: back from heads to `(B, Tq, d)` (multi-head only).
+- `_merge(context)`: back from heads to `(B, Tq, d)`, or from `(B, H, dv)` to
+  `(B, d)` for a single step (multi-head only).
 
 Validation, masks, normalization, dropout, rank-2 queries and the optional
 weights output live here once.
@@ -172,11 +175,16 @@ class BaseAttention(keras.layers.Layer):
     ):
         """Attend with memory from `project_memory`; same arguments as `call`."""
         single_step = len(query.shape) == 2
-        if single_step:  # (B, dq) -> (B, 1, dq)
-            query = ops.expand_dims(query, 1)
+        if single_step:
             query_mask = None if query_mask is None else ops.expand_dims(query_mask, 1)
             if attention_mask is not None:
                 attention_mask = ops.expand_dims(attention_mask, 1)
+        # A single step is projected while still rank 2: on TensorFlow a Dense
+        # on (B, 1, d) is a Tensordot, whose gradient XLA cannot compile inside
+        # a while loop (an RNN over AttentionRNNCell under jit_compile=True).
+        query_features = self._project_query(query)
+        if single_step:
+            query_features = ops.expand_dims(query_features, -2)  # (B, [H,] 1, d)
         masks = dict(
             query_mask=query_mask,
             value_mask=value_mask,
@@ -185,42 +193,46 @@ class BaseAttention(keras.layers.Layer):
         )
         dropout = self.dropout if training and self.dropout > 0 else 0.0
         memory = (key_features, value_features)
-        path = self._choose_path(query, memory, masks, dropout, return_attention_scores)
+        path = self._choose_path(query_features, memory, masks, dropout, return_attention_scores)
         if path == "exact":
-            context, weights = self._attend_exact(query, *memory, masks, dropout)
+            context, weights = self._attend_exact(query_features, *memory, masks, dropout)
         else:
-            context = self._attend_blockwise(path, query, *memory, masks, dropout)
+            context = self._attend_blockwise(path, query_features, *memory, masks, dropout)
             weights = None
-        if single_step:
-            context = ops.squeeze(context, 1)  # (B, d)
-            weights = None if weights is None else ops.squeeze(weights, -2)  # (B, [H,] Tv)
+        if single_step:  # (B, [H,] 1, ·) -> (B, [H,] ·)
+            context = ops.squeeze(context, -2)
+            weights = None if weights is None else ops.squeeze(weights, -2)
+        context = self._merge(context)
         if return_attention_scores:
             return context, weights
         return context
 
-    def _attend_exact(self, query, key_features, value_features, masks, dropout):
+    def _attend_exact(self, query_features, key_features, value_features, masks, dropout):
+        """Unmerged `(B, [H,] Tq, dv)` context and float32 `(B, [H,] Tq, Tv)` weights."""
         mask = masks_lib.attention_mask_from(
             masks["query_mask"],
             masks["value_mask"],
             masks["attention_mask"],
             masks["use_causal_mask"],
-            ops.shape(query)[1],
+            ops.shape(query_features)[-2],
             ops.shape(value_features)[-2],
         )  # (B, Tq, Tv)
         if mask is not None and self._has_heads:
             mask = ops.expand_dims(mask, 1)  # (B, 1, Tq, Tv)
-        logits = self._scores(self._project_query(query), key_features)
+        logits = self._scores(query_features, key_features)
         weights = attention_ops.normalize(logits, mask, self.probability_fn)
         weights = ops.cast(weights, self.compute_dtype)
         dropped = weights
         if dropout:
             dropped = keras.random.dropout(weights, dropout, seed=self.seed_generator)
-        return self._merge(attention_ops.attend(dropped, value_features)), weights
+        return attention_ops.attend(dropped, value_features), weights
 
-    def _attend_blockwise(self, path, query, key_features, value_features, masks, dropout):
-        query, key, parameter = self._blockwise_inputs(self._project_query(query), key_features)
+    def _attend_blockwise(self, path, query_features, key_features, value_features, masks,
+                          dropout):
+        """Unmerged `(B, [H,] Tq, dv)` context of the chunked or fused path."""
+        query, key, parameter = self._blockwise_inputs(query_features, key_features)
         if path == "fused":
-            context = memory_efficient.fused_dot_product_attention(
+            return memory_efficient.fused_dot_product_attention(
                 query,
                 key,
                 value_features,
@@ -228,23 +240,20 @@ class BaseAttention(keras.layers.Layer):
                 query_mask=masks["query_mask"],
                 use_causal_mask=masks["use_causal_mask"],
             )
-            return self._merge(context)
         seed = self.seed_generator if dropout else None
         options = dict(masks, dropout_rate=dropout, seed=seed, block_size=self.block_size)
         if self._score_kind == "dot":
-            context = memory_efficient.chunked_dot_product_attention(
+            return memory_efficient.chunked_dot_product_attention(
                 query, key, value_features, scale=parameter, **options
             )
-        else:
-            context = memory_efficient.chunked_additive_attention(
-                query, key, value_features, parameter, **options
-            )
-        return self._merge(context)
+        return memory_efficient.chunked_additive_attention(
+            query, key, value_features, parameter, **options
+        )
 
     def _choose_path(self, query, memory, masks, dropout, return_attention_scores):
         """"exact", "chunked" or "fused" for this call (see `choose_implementation`)."""
         key_features, value_features = memory
-        query_length = _static(query.shape[1])
+        query_length = _static(query.shape[-2])
         value_length = _static(value_features.shape[-2])
         dk, dv = _static(key_features.shape[-1]), _static(value_features.shape[-1])
         fused = self._score_kind == "dot" and memory_efficient.fused_attention_available(

@@ -159,7 +159,10 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         return key, value
 
     def _project_query(self, query):
-        return self._split_heads(self.query_dense(query), self.num_heads)  # (B, H, Tq, dk)
+        projected = self.query_dense(query)
+        if len(query.shape) == 2:  # one step: (B, H, dk)
+            return ops.reshape(projected, (-1, self.num_heads, self.key_dim))
+        return self._split_heads(projected, self.num_heads)  # (B, H, Tq, dk)
 
     def _scores(self, query, key):
         return attention_ops.dot_product_scores(query, key, 1.0 / math.sqrt(self.key_dim))
@@ -168,6 +171,8 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         return query, key, 1.0 / math.sqrt(self.key_dim)
 
     def _merge(self, context):
+        if len(context.shape) == 3:  # one step: (B, H, dv) -> (B, H*dv), a rank-2 Dense
+            return self.output_dense(ops.reshape(context, (-1, self.num_heads * self._value_dim)))
         context = ops.transpose(context, (0, 2, 1, 3))  # (B, Tq, H, dv)
         context = ops.reshape(context, (*ops.shape(context)[:-2], -1))  # (B, Tq, H*dv)
         return self.output_dense(context)
