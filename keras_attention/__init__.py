@@ -7,6 +7,8 @@ Public API:
   `AttentionRNN` (the RNN layer that runs it over a memory).
 - Pure math: `keras_attention.ops` (scores, masked softmax / sparsemax /
   hardmax, the weighted sum) and `keras_attention.masks`.
+- Long sequences: `keras_attention.memory_efficient` (chunked and fused
+  attention in O(T) memory, and the rule that picks a path).
 - Plots: `plot_attention`, `plot_heads`, `reduce_heads`,
   `save_attention_html` (matplotlib is imported only when plotting).
 """
@@ -14,6 +16,7 @@ Public API:
 __version__ = "0.1.0"
 
 from keras_attention import masks
+from keras_attention import memory_efficient
 from keras_attention import ops
 from keras_attention import plotting
 from keras_attention.layers import AttentionRNN
@@ -37,6 +40,7 @@ __all__ = [
     "MultiHead",
     "ScaledDotProduct",
     "masks",
+    "memory_efficient",
     "ops",
     "plot_attention",
     "plot_heads",
