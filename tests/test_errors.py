@@ -96,3 +96,12 @@ def test_errors_come_from_symbolic_calls_too():
 def test_project_memory_needs_a_built_layer():
     with pytest.raises(ValueError, match="project_memory.*build"):
         BahdanauAttention(4).project_memory(V, V)
+
+
+def test_scaled_dot_product_default_scale_needs_a_static_feature_size():
+    if keras.backend.backend() == "torch":
+        pytest.skip("the torch backend traces symbolic calls with concrete sizes")
+    with pytest.raises(ValueError, match=r"ScaledDotProduct \(layer 'att'\).*`query`.*1/sqrt"):
+        ScaledDotProduct(name="att")(keras.Input((3, None)), keras.Input((4, None)))
+    # An explicit scale needs no feature size.
+    assert ScaledDotProduct(scale=0.5)(keras.Input((3, None)), keras.Input((4, None))).shape[1] == 3

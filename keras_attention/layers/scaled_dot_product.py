@@ -61,16 +61,24 @@ class ScaledDotProduct(BaseAttention):
         dq, dk = _static(query.shape[-1]), _static(key.shape[-1])
         if dq is not None and dk is not None and dq != dk:
             self._fail("key", f"the query's feature size {dq}", f"key feature size {dk}")
+        if self.scale is None and dq is None and dk is None:
+            self._fail(
+                "query",
+                "a static feature size for the default scale 1/sqrt(d_k) (or pass `scale`)",
+                f"query shape {tuple(query.shape)}, key shape {tuple(key.shape)}",
+            )
+
+    def _default_scale(self, query, key):
+        if self.scale is not None:
+            return self.scale
+        size = _static(query.shape[-1])
+        return 1.0 / math.sqrt(size if size is not None else _static(key.shape[-1]))
 
     def _scores(self, query, key):
-        scale = self.scale
-        if scale is None:
-            scale = 1.0 / math.sqrt(query.shape[-1])
-        return attention_ops.dot_product_scores(query, key, scale)
+        return attention_ops.dot_product_scores(query, key, self._default_scale(query, key))
 
     def _blockwise_inputs(self, query, key):
-        scale = self.scale if self.scale is not None else 1.0 / math.sqrt(query.shape[-1])
-        return query, key, scale
+        return query, key, self._default_scale(query, key)
 
     def get_config(self):
         config = super().get_config()
