@@ -110,12 +110,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-evaluate", action="store_true",
                         help="skip the test-split evaluation and heat-maps")
     evaluate.add_decoding_arguments(parser)
-    args = parser.parse_args(argv)
-    if args.jit_compile and args.decoder == "bahdanau":
-        # XLA rejects the gradient of a Tensordot inside AttentionRNN's loop.
-        parser.error("--jit-compile works with --decoder luong only (XLA cannot compile "
-                     "the gradient of the attention inside AttentionRNN's while loop)")
-    return args
+    return parser.parse_args(argv)
 
 
 def make_strategy(name: str) -> tf.distribute.Strategy:

@@ -68,6 +68,15 @@ def test_train_export_reload_translate(date_data_dir, tmp_path):
     assert (tmp_path / "translation_0.png").exists()
 
 
+def test_jit_compile_trains_the_input_feeding_decoder(date_data_dir, tmp_path):
+    """--jit-compile with the default (bahdanau) decoder: XLA compiles the
+    gradient of the attention inside AttentionRNN's while loop."""
+    out = tmp_path / "run"
+    train.main(tiny_args(date_data_dir, out, "--jit-compile", "--no-export", "--no-evaluate"))
+    assert epochs_logged(out) == [0]
+    assert (out / "model.keras").exists()
+
+
 def test_interrupted_run_resumes_after_its_last_finished_epoch(date_data_dir, tmp_path):
     out = tmp_path / "run"
     argv = tiny_args(date_data_dir, out, "--epochs", "2", "--decoder", "luong", "--no-export",
