@@ -75,8 +75,8 @@ def _add_bias(x, bias):
     The gradient of a broadcast add is a sum; under XLA the bias's sum of the
     query's (or key's) gradient, itself a sum over the `(B, Tq, Tv, U)` tanh
     gradient, is folded into a second reduction over that whole tensor, which
-    measured twice the time of the layer's forward and backward pass
-    (benchmarks/layers.py). The gradient of `ones @ bias` is a matrix product,
+    doubled the time of `BahdanauAttention`'s forward and backward step under
+    XLA (benchmarks/layers.py). The gradient of `ones @ bias` is a matrix product,
     which XLA leaves alone. The value is exact (`1.0 * b`).
     """
     rows = ops.reshape(x, (-1, ops.shape(bias)[0]))  # (N, U)
