@@ -5,8 +5,9 @@ Public API:
 - Layers: `BahdanauAttention`, `LuongAttention`, `ScaledDotProduct`, `MultiHead`,
   `AttentionRNNCell` (input-feeding decoder cell around any of them) and
   `AttentionRNN` (the RNN layer that runs it over a memory).
-- Pure math: `keras_attention.ops` (scores, masked softmax / sparsemax /
-  hardmax, the weighted sum) and `keras_attention.masks`.
+- Pure math: `keras_attention.scores` (each score defined once, for every
+  path), `keras_attention.ops` (scores as functions, masked softmax /
+  sparsemax / hardmax, the weighted sum) and `keras_attention.masks`.
 - Long sequences: `keras_attention.memory_efficient` (chunked and fused
   attention in O(T) memory, and the rule that picks a path).
 - Plots: `plot_attention`, `plot_heads`, `reduce_heads`,
@@ -19,6 +20,7 @@ from keras_attention import masks
 from keras_attention import memory_efficient
 from keras_attention import ops
 from keras_attention import plotting
+from keras_attention import scores
 from keras_attention.layers import AttentionRNN
 from keras_attention.layers import AttentionRNNCell
 from keras_attention.layers import BahdanauAttention
@@ -47,5 +49,6 @@ __all__ = [
     "plotting",
     "reduce_heads",
     "save_attention_html",
+    "scores",
     "__version__",
 ]

@@ -1,5 +1,9 @@
 """Boolean mask helpers. Convention everywhere: `True` means "may attend".
 
+The causal rule, the masked fill of logits and the zeroing of masked weights
+are defined here once; the exact path (`keras_attention.ops`) and the tiles of
+the chunked path (`keras_attention.memory_efficient`) both use them.
+
 Shape letters: `B` batch, `Tq` query length, `Tv` key/value length.
 """
 
@@ -11,20 +15,9 @@ import keras
 from keras import ops
 
 # Finite fill for masked logits. Normalization always runs in float32 (see
-# `keras_attention.ops`), so this value never meets float16 arithmetic.
-_FLOAT32_LARGE_NEGATIVE = -1e9
-
-
-def large_negative(dtype) -> float:
-    """A finite, very negative number that is safe in `dtype`.
-
-    `-1e9` overflows to `-inf` in float16; this returns the most negative
-    finite value there (and `-1e9` for float32/float64/bfloat16-sized ranges).
-    """
-    dtype = keras.backend.standardize_dtype(dtype)
-    if dtype == "float16":
-        return -65504.0
-    return _FLOAT32_LARGE_NEGATIVE
+# `keras_attention.ops`), so this value never meets float16 arithmetic, where
+# -1e9 would be -inf.
+MASKED_LOGIT = -1e9
 
 
 def padding_mask(lengths, maxlen: int):
@@ -32,6 +25,16 @@ def padding_mask(lengths, maxlen: int):
     positions = ops.arange(maxlen, dtype="int32")  # (T,)
     lengths = ops.cast(lengths, "int32")
     return ops.less(positions[None, :], lengths[:, None])  # (B, T)
+
+
+def causal_rule(query_positions, key_positions, offset):
+    """`(R, C)` boolean: query at position `i` may attend key `j` iff `j <= i + offset`.
+
+    With `offset = Tv - Tq` the mask is aligned to the end of the keys (see
+    `causal_mask`). Positions are int32 vectors, so a tile of a longer
+    sequence gets its part of the mask from its absolute positions.
+    """
+    return ops.less_equal(key_positions[None, :], query_positions[:, None] + offset)
 
 
 def causal_mask(query_length, value_length):
@@ -42,13 +45,13 @@ def causal_mask(query_length, value_length):
     longer history (step-by-step decoding with cached keys) sees the whole
     history plus itself.
     """
-    rows = ops.arange(query_length, dtype="int32")[:, None]  # (Tq, 1)
-    cols = ops.arange(value_length, dtype="int32")[None, :]  # (1, Tv)
     offset = ops.cast(value_length, "int32") - ops.cast(query_length, "int32")
-    return ops.less_equal(cols, rows + offset)  # (Tq, Tv)
+    return causal_rule(
+        ops.arange(query_length, dtype="int32"), ops.arange(value_length, dtype="int32"), offset
+    )
 
 
-def combine_masks(*masks) -> Optional["keras.KerasTensor"]:
+def combine_masks(*masks) -> Optional[keras.KerasTensor]:
     """Logical AND of broadcastable boolean masks; `None` entries are skipped.
 
     Returns `None` when every entry is `None`.
@@ -84,3 +87,21 @@ def attention_mask_from(
     if use_causal_mask:
         parts.append(causal_mask(query_length, value_length)[None])  # (1, Tq, Tv)
     return combine_masks(*parts)
+
+
+def fill_masked(logits, mask):
+    """float32 `logits` with masked entries replaced by the finite `MASKED_LOGIT`.
+
+    A NaN or Inf logit at a masked position is replaced too, so it cannot
+    reach the normalizer. `mask=None` returns `logits` unchanged.
+    """
+    if mask is None:
+        return logits
+    return ops.where(mask, logits, MASKED_LOGIT)
+
+
+def zero_masked(x, mask):
+    """`x` with masked entries set to exactly 0 (a `where`, so NaN does not survive)."""
+    if mask is None:
+        return x
+    return ops.where(mask, x, ops.zeros_like(x))

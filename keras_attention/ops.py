@@ -17,28 +17,34 @@ from typing import Optional
 
 from keras import ops
 
-from keras_attention.masks import _FLOAT32_LARGE_NEGATIVE
+from keras_attention import validation
+from keras_attention.masks import MASKED_LOGIT
 from keras_attention.masks import attention_mask_from  # noqa: F401 (re-export)
 from keras_attention.masks import causal_mask  # noqa: F401 (re-export)
 from keras_attention.masks import combine_masks  # noqa: F401 (re-export)
+from keras_attention.masks import fill_masked
 from keras_attention.masks import padding_mask  # noqa: F401 (re-export)
+from keras_attention.masks import zero_masked
+from keras_attention.scores import AdditiveScore
+from keras_attention.scores import DotScore
+from keras_attention.scores import add_bias
 
 PROBABILITY_FNS = ("softmax", "sparsemax", "hardmax")
 
 
 # ----------------------------------------------------------------------------
-# Scores (logits)
+# Scores (logits); defined in `keras_attention.scores`.
 # ----------------------------------------------------------------------------
 def dot_product_scores(query, key, scale: Optional[float] = None):
     """`(..., Tq, dk) x (..., Tv, dk) -> (..., Tq, Tv)` logits `scale * q·k`.
 
     `scale=None` means no scaling (Luong's dot score); pass `1/sqrt(dk)` for
-    scaled dot-product attention.
+    scaled dot-product attention. The scale is applied to the query first;
+    float16 products are guarded against overflow (`scores.DotScore`).
     """
-    logits = ops.matmul(query, ops.swapaxes(key, -1, -2))  # (..., Tq, Tv)
-    if scale is not None:
-        logits = logits * ops.cast(scale, logits.dtype)
-    return logits
+    query, key = ops.convert_to_tensor(query), ops.convert_to_tensor(key)
+    score = DotScore(scale, query.shape[-1])
+    return score.logits(score.prepare(query), key)
 
 
 def additive_scores(query, key, v, bias=None):
@@ -51,37 +57,12 @@ def additive_scores(query, key, v, bias=None):
         bias: optional `(U,)` bias inside the tanh.
 
     Returns:
-        `(B, Tq, Tv)` logits.
-
-    The `(B, Tq, Tv, U)` tanh is unavoidable in the math; the contraction with
-    `v` is a matrix product rather than a multiply-and-reduce, which keeps the
-    forward and backward passes at one large temporary each. It is written as
-    a rank-2 product, which TensorFlow runs as a plain `MatMul`: a rank-4 one
-    becomes a `Tensordot`, whose gradient XLA cannot compile inside a while
-    loop (an RNN over `AttentionRNNCell` under `jit_compile=True`).
+        `(B, Tq, Tv)` logits (`scores.AdditiveScore`).
     """
     query, key, v = (ops.convert_to_tensor(x) for x in (query, key, v))
     if bias is not None:
-        query = _add_bias(query, ops.convert_to_tensor(bias))
-    hidden = ops.tanh(ops.expand_dims(query, -2) + ops.expand_dims(key, -3))  # (B, Tq, Tv, U)
-    units = ops.shape(v)[0]
-    logits = ops.matmul(ops.reshape(hidden, (-1, units)), ops.expand_dims(v, -1))  # (N, 1)
-    return ops.reshape(logits, ops.shape(hidden)[:-1])  # (B, Tq, Tv)
-
-
-def _add_bias(x, bias):
-    """`x + bias` over the last axis, the broadcast written as a matrix product.
-
-    The gradient of a broadcast add is a sum; under XLA the bias's sum of the
-    query's (or key's) gradient, itself a sum over the `(B, Tq, Tv, U)` tanh
-    gradient, is folded into a second reduction over that whole tensor, which
-    doubled the time of `BahdanauAttention`'s forward and backward step under
-    XLA (benchmarks/layers.py). The gradient of `ones @ bias` is a matrix product,
-    which XLA leaves alone. The value is exact (`1.0 * b`).
-    """
-    rows = ops.reshape(x, (-1, ops.shape(bias)[0]))  # (N, U)
-    ones = ops.ones_like(rows[:, :1])  # (N, 1)
-    return x + ops.reshape(ops.matmul(ones, ops.expand_dims(bias, 0)), ops.shape(x))
+        query = add_bias(query, ops.convert_to_tensor(bias))
+    return AdditiveScore().logits(query, key, v)
 
 
 # ----------------------------------------------------------------------------
@@ -92,13 +73,7 @@ def _prepare_logits(logits, mask):
     if mask is None:
         return logits, None
     mask = ops.cast(mask, "bool")
-    return ops.where(mask, logits, _FLOAT32_LARGE_NEGATIVE), mask
-
-
-def _zero_masked(weights, mask):
-    if mask is None:
-        return weights
-    return ops.where(mask, weights, ops.zeros_like(weights))
+    return fill_masked(logits, mask), mask
 
 
 def masked_softmax(logits, mask=None):
@@ -108,8 +83,8 @@ def masked_softmax(logits, mask=None):
     """
     logits, mask = _prepare_logits(logits, mask)
     if logits.shape[-1] == 1:  # one key: weight 1 (Keras warns on a size-1 softmax)
-        return _zero_masked(ops.ones_like(logits), mask)
-    return _zero_masked(ops.softmax(logits, axis=-1), mask)
+        return zero_masked(ops.ones_like(logits), mask)
+    return zero_masked(ops.softmax(logits, axis=-1), mask)
 
 
 def masked_sparsemax(logits, mask=None):
@@ -130,9 +105,9 @@ def masked_sparsemax(logits, mask=None):
     # k = 1 always belongs to the support; saying so keeps tau finite even
     # when float32 rounding hides it (rows of large-negative fill).
     in_support = ops.logical_or(1.0 + k * sorted_desc > cumulative, k == 1.0)
-    candidates = ops.where(in_support, (cumulative - 1.0) / k, _FLOAT32_LARGE_NEGATIVE)
+    candidates = ops.where(in_support, (cumulative - 1.0) / k, MASKED_LOGIT)
     tau = ops.max(candidates, axis=-1, keepdims=True)  # (..., 1)
-    return _zero_masked(ops.maximum(logits - tau, 0.0), mask)
+    return zero_masked(ops.maximum(logits - tau, 0.0), mask)
 
 
 def masked_hardmax(logits, mask=None):
@@ -148,7 +123,7 @@ def masked_hardmax(logits, mask=None):
     best = ops.cast(ops.argmax(prepared, axis=-1), "int32")[..., None]  # (..., 1)
     positions = ops.arange(size, dtype="int32")  # (T,)
     hard = ops.cast(ops.equal(positions, best), "float32")  # (..., T)
-    hard = _zero_masked(hard, mask)
+    hard = zero_masked(hard, mask)
     # `soft - stop_gradient(soft)` is exactly 0 in the forward pass.
     return hard + (soft - ops.stop_gradient(soft))
 
@@ -160,24 +135,20 @@ _NORMALIZERS = {
 }
 
 
-def normalize(logits, mask=None, probability_fn: str = "softmax"):
+def attention_weights(logits, mask=None, probability_fn: str = "softmax"):
     """Turn logits into attention weights with the named masked normalizer.
 
     Returns float32 weights of the logits' shape; see `masked_softmax`,
     `masked_sparsemax`, `masked_hardmax`.
     """
-    if probability_fn not in _NORMALIZERS:
-        raise ValueError(
-            f"`probability_fn` must be one of {PROBABILITY_FNS}. "
-            f"Received: probability_fn={probability_fn!r}"
-        )
+    validation.choice("attention_weights", "probability_fn", probability_fn, PROBABILITY_FNS)
     return _NORMALIZERS[probability_fn](logits, mask)
 
 
 # ----------------------------------------------------------------------------
 # Weighted sum and the whole scaled dot-product attention.
 # ----------------------------------------------------------------------------
-def attend(weights, value):
+def weighted_sum(weights, value):
     """`(..., Tq, Tv) x (..., Tv, dv) -> (..., Tq, dv)` context, `weights @ value`."""
     return ops.matmul(ops.cast(weights, value.dtype), value)
 
@@ -190,7 +161,7 @@ def scaled_dot_product_attention(
     scale: Optional[float] = None,
     probability_fn: str = "softmax",
 ):
-    """`normalize(scale * q kᵀ, mask) v`, returning `(context, weights)`.
+    """`attention_weights(scale * q kᵀ, mask) v`, returning `(context, weights)`.
 
     `query` `(..., Tq, dk)`, `key` `(..., Tv, dk)`, `value` `(..., Tv, dv)`,
     `mask` broadcastable to `(..., Tq, Tv)`. `scale=None` uses `1/sqrt(dk)`.
@@ -198,5 +169,5 @@ def scaled_dot_product_attention(
     """
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1])
-    weights = normalize(dot_product_scores(query, key, scale), mask, probability_fn)
-    return attend(weights, value), weights
+    weights = attention_weights(dot_product_scores(query, key, scale), mask, probability_fn)
+    return weighted_sum(weights, value), weights

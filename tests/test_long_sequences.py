@@ -15,6 +15,9 @@ from keras_attention import LuongAttention
 from keras_attention import MultiHead
 from keras_attention import ScaledDotProduct
 from keras_attention import memory_efficient
+from keras_attention.memory_efficient import dropout as dropout_lib
+from keras_attention.memory_efficient import paths
+from keras_attention.memory_efficient import tiles
 from keras_attention import ops as attention_ops
 
 BACKEND = keras.backend.backend()
@@ -145,14 +148,14 @@ def test_dropout_uses_one_mask_in_both_passes(rng):
     """Chunked dropout equals exact attention with the same keep mask, with gradients."""
     q, k, v = (rng.normal(size=(2, 3, n, 4)).astype("float32") for n in (TQ, TV, TV))
     rate, seed = 0.3, 11
-    plan = memory_efficient._Plan(TQ, TV, max(TQ, TV), causal=False)  # one tile, no padding
-    multiplier = memory_efficient._TileDropout(plan, rate, seed, (2, 3)).multiplier(0, 0)
+    plan = tiles.Plan(TQ, TV, max(TQ, TV), causal=False)  # one tile, no padding
+    multiplier = dropout_lib.TileDropout(plan, rate, seed, (2, 3)).multiplier(0, 0)
     kept = (to_numpy(multiplier) > 0).mean()
     assert abs(kept - (1 - rate)) < 0.03
 
     def exact(q, k, v):
         weights = attention_ops.masked_softmax(attention_ops.dot_product_scores(q, k, 0.5))
-        context = attention_ops.attend(weights * multiplier, v)
+        context = attention_ops.weighted_sum(weights * multiplier, v)
         return keras.ops.sum(context * keras.ops.cos(context))
 
     def chunked(q, k, v):
@@ -241,14 +244,14 @@ def test_functional_model_trains_and_reloads_with_chunked_layer(rng, tmp_path):
 
 
 def test_causal_tiles_in_the_future_are_skipped():
-    plan = memory_efficient._Plan(32, 32, 8, causal=True)
+    plan = tiles.Plan(32, 32, 8, causal=True)
     visited = [(i, j) for i in range(plan.nq) for j in range(plan.key_blocks(i))]
     assert len(visited) == 10  # the 4 x 4 lower triangle, diagonal included
     by_key = [(i, j) for j in range(plan.nk) for i in range(plan.first_query_block(j), plan.nq)]
     assert sorted(by_key) == sorted(visited)
-    shifted = memory_efficient._Plan(8, 32, 8, causal=True)  # 8 new queries after 24 cached keys
+    shifted = tiles.Plan(8, 32, 8, causal=True)  # 8 new queries after 24 cached keys
     assert shifted.key_blocks(0) == 4 and shifted.first_query_block(3) == 0
-    later = memory_efficient._Plan(32, 8, 8, causal=True)  # queries 0..23 see no key
+    later = tiles.Plan(32, 8, 8, causal=True)  # queries 0..23 see no key
     assert [later.key_blocks(i) for i in range(4)] == [0, 0, 0, 1]
 
 
@@ -276,13 +279,50 @@ def test_causal_tiles_in_the_future_are_skipped():
     ],
 )
 def test_choose_implementation(kwargs, expected):
-    assert memory_efficient.choose_implementation(backend="tensorflow", **kwargs) == expected
+    choose = memory_efficient.choose_implementation
+    assert choose(backend="tensorflow", device="cpu", **kwargs) == expected
 
 
-def test_auto_goes_chunked_sooner_on_jax():
-    sizes = dict(query_length=512, value_length=512, heads=8)
+def test_auto_goes_chunked_sooner_on_jax_cpus():
+    sizes = dict(query_length=512, value_length=512, heads=8, device="cpu")
     assert memory_efficient.choose_implementation(backend="jax", **sizes) == "chunked"
     assert memory_efficient.choose_implementation(backend="torch", **sizes) == "exact"
+
+
+GIB = 2**30
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
+@pytest.mark.parametrize(
+    "kwargs,expected",
+    [
+        # Issue 10's shape: 2**21 weights, chunked on a JAX CPU, exact on any GPU.
+        (dict(query_length=256, value_length=256, batch_size=32), "exact"),
+        (dict(score="additive", units=512, query_length=256, value_length=256, batch_size=32),
+         "exact"),  # a 4 GiB tanh: its ~16 GiB step fits in half of 40 GiB
+        (dict(score="additive", units=512, query_length=256, value_length=256, batch_size=32,
+              free_memory=16 * GIB), "chunked"),
+        # T = 65,536, 8 heads: 128 GiB of float32 weights never fit.
+        (dict(query_length=65536, value_length=65536, heads=8), "chunked"),
+        (dict(query_length=65536, value_length=65536, heads=8, fused_available=True), "fused"),
+        (dict(query_length=16384, value_length=16384, heads=8, itemsize=2,
+              free_memory=24 * GIB), "chunked"),  # a 16 GiB step, 12 GiB allowed
+        (dict(query_length=16384, value_length=16384, heads=8, itemsize=2,
+              free_memory=140 * GIB), "exact"),
+        (dict(query_length=4096, value_length=4096, heads=8, return_attention_scores=True),
+         "exact"),
+    ],
+)
+def test_choose_implementation_on_accelerators(backend, kwargs, expected):
+    kwargs = {"free_memory": 40 * GIB, **kwargs}
+    for device in ("gpu", "tpu"):
+        got = memory_efficient.choose_implementation(backend=backend, device=device, **kwargs)
+        assert got == expected, (device, got)
+
+
+def test_unknown_device_raises():
+    with pytest.raises(ValueError, match="device.*'npu'"):
+        memory_efficient.choose_implementation(query_length=8, value_length=8, device="npu")
 
 
 @pytest.mark.parametrize(
@@ -309,11 +349,11 @@ FUSED_OK = dict(
     "change,expected",
     [
         ({}, True),
-        (dict(backend="jax", on_gpu=True, dtype="bfloat16"), True),
+        (dict(backend="jax", device="gpu", dtype="bfloat16"), True),
         (dict(use_causal_mask=True), True),
         (dict(backend="tensorflow"), False),
-        (dict(backend="jax", on_gpu=False, dtype="bfloat16"), False),
-        (dict(backend="jax", on_gpu=True), False),  # float32: XLA's quadratic path
+        (dict(backend="jax", device="cpu", dtype="bfloat16"), False),
+        (dict(backend="jax", device="gpu"), False),  # float32: XLA's quadratic path
         (dict(head_dim=60), False),
         (dict(head_dim=256), False),
         (dict(dropout=0.1), False),
@@ -328,15 +368,15 @@ def test_fused_attention_available(change, expected):
 
 def test_auto_takes_the_chunked_path_only_when_it_pays(monkeypatch, rng):
     calls = []
-    original = memory_efficient.chunked_dot_product_attention
+    original = memory_efficient.chunked_attention
 
     def spy(*args, **kwargs):
         calls.append(kwargs["block_size"])
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(memory_efficient, "chunked_dot_product_attention", spy)
-    monkeypatch.setattr(memory_efficient, "AUTO_CHUNKED_MIN_ELEMENTS", 50 * 50)
-    monkeypatch.setattr(memory_efficient, "AUTO_CHUNKED_MIN_ELEMENTS_JAX", 50 * 50)
+    monkeypatch.setattr(memory_efficient, "chunked_attention", spy)
+    monkeypatch.setattr(paths, "AUTO_CHUNKED_MIN_ELEMENTS", 50 * 50)
+    monkeypatch.setattr(paths, "AUTO_CHUNKED_MIN_ELEMENTS_JAX", 50 * 50)
     layer = ScaledDotProduct(block_size=16)
     x = rng.normal(size=(1, 60, 4)).astype("float32")
     layer(x[:, :40], x[:, :40])  # 40 * 40 logits: exact
@@ -363,7 +403,7 @@ def test_fused_wrapper_equals_exact(rng):
     def exact(q, k, v):
         mask = np.tril(np.ones((24, 24), bool))[None, None] & query_mask[:, None, :, None]
         weights = attention_ops.masked_softmax(attention_ops.dot_product_scores(q, k, 0.3), mask)
-        context = attention_ops.attend(weights, v)
+        context = attention_ops.weighted_sum(weights, v)
         return keras.ops.sum(context * keras.ops.cos(context))
 
     _assert_same(_value_and_grad(exact, q, k, v), _value_and_grad(fused, q, k, v))

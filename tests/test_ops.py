@@ -57,7 +57,7 @@ def test_fully_masked_rows_are_zero_with_finite_gradients(name):
 
 def test_normalize_rejects_unknown_probability_fn():
     with pytest.raises(ValueError, match="probability_fn.*'entmax'"):
-        attention_ops.normalize(np.zeros((1, 2), "float32"), None, "entmax")
+        attention_ops.attention_weights(np.zeros((1, 2), "float32"), None, "entmax")
 
 
 @pytest.mark.parametrize("tq,tv", [(4, 4), (2, 5), (1, 6)])
@@ -74,9 +74,13 @@ def test_padding_and_combined_masks():
     assert masks.combine_masks(None, None) is None
 
 
-def test_large_negative_is_finite_in_float16():
-    assert np.isfinite(np.float16(masks.large_negative("float16")))
-    assert masks.large_negative("float32") <= -1e9
+def test_masked_fill_is_finite_and_replaces_nan():
+    logits = np.array([[np.nan, np.inf, 1.0, -np.inf]], "float32")
+    mask = np.array([[False, False, True, False]])
+    filled = to_numpy(masks.fill_masked(logits, mask))
+    np.testing.assert_array_equal(filled, [[masks.MASKED_LOGIT, masks.MASKED_LOGIT, 1.0,
+                                            masks.MASKED_LOGIT]])
+    assert np.isfinite(np.float32(masks.MASKED_LOGIT)) and masks.MASKED_LOGIT <= -1e9
 
 
 def test_score_functions_match_reference(rng):

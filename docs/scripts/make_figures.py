@@ -121,7 +121,7 @@ def probability_fns_figure(output: pathlib.Path) -> pathlib.Path:
     axes = figure.subplots(1, 3)
     tokens = ["a", "b", "c", "d", "e", "f"]
     for ax, name in zip(axes, keras_attention.ops.PROBABILITY_FNS):
-        weights = keras.ops.convert_to_numpy(keras_attention.ops.normalize(logits, None, name))
+        weights = keras.ops.convert_to_numpy(keras_attention.ops.attention_weights(logits, None, name))
         plot_attention(weights, tokens, ["q"], ax=ax, annotate=True, colorbar=False,
                        vmin=0.0, vmax=1.0, title=name)
     path = output / "probability_fns.png"

@@ -3,9 +3,10 @@ import math
 import keras
 from keras import ops
 
-from keras_attention import ops as attention_ops
+from keras_attention import scores
+from keras_attention import validation
 from keras_attention.layers.base import BaseAttention
-from keras_attention.layers.base import KernelArgsMixin
+from keras_attention.layers.kernel_args import KernelArgsMixin
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -24,34 +25,18 @@ class BahdanauAttention(KernelArgsMixin, BaseAttention):
         units: size `U` of the hidden layer inside the tanh.
         normalize: weight-normalize `v` with a learned gain.
         use_bias: add a learned bias `b` inside the tanh.
-        probability_fn: `"softmax"`, `"sparsemax"` or `"hardmax"`.
-        dropout: dropout rate on the attention weights.
-        seed: seed of the dropout.
-        implementation: `"auto"`, `"exact"` or `"chunked"`: the chunked path
-            never holds the `(B, Tq, Tv, units)` tanh, only
-            `(B, block, block, units)` tiles; see `BaseAttention`.
-        block_size: queries and keys per tile of the chunked path (32 if
-            None).
+        probability_fn, dropout, seed, implementation, block_size: as in
+            `BaseAttention`; the chunked path never holds the
+            `(B, Tq, Tv, units)` tanh, only `(B, block, block, units)` tiles
+            (`block_size` 32 by default).
         kernel_initializer, bias_initializer, kernel_regularizer,
         bias_regularizer, kernel_constraint, bias_constraint: for `W_q`,
             `W_k`, `v` (kernel) and `b` (bias).
         **kwargs: base layer arguments.
 
-    Call arguments:
-        query: `(B, Tq, dq)`, or `(B, dq)` for one decoding step.
-        value: `(B, Tv, dv)`.
-        key: `(B, Tv, dk)`; defaults to `value`.
-        query_mask: boolean `(B, Tq)`; masked queries get zero context.
-        value_mask: boolean `(B, Tv)`; masked keys get zero weight.
-        attention_mask: boolean `(B, Tq, Tv)`.
-        use_causal_mask: query `i` sees keys `j <= i + Tv - Tq` only.
-        return_attention_scores: also return the weights.
-        training: enables dropout.
-
-    Returns:
-        The context `(B, Tq, dv)` (or `(B, dv)`), and with
-        `return_attention_scores=True` also the weights `(B, Tq, Tv)` (or
-        `(B, Tv)`), after normalization and before dropout.
+    Call arguments and returns: the contract of `BaseAttention`; the context
+    is `(B, Tq, dv)` and the weights `(B, Tq, Tv)` (without `Tq` for a rank-2
+    query).
 
     Example:
 
@@ -69,8 +54,6 @@ class BahdanauAttention(KernelArgsMixin, BaseAttention):
         Learning to Align and Translate", ICLR 2015.
     """
 
-    _score_kind = "additive"
-
     def __init__(
         self,
         units,
@@ -79,6 +62,8 @@ class BahdanauAttention(KernelArgsMixin, BaseAttention):
         probability_fn="softmax",
         dropout=0.0,
         seed=None,
+        implementation="auto",
+        block_size=None,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         kernel_regularizer=None,
@@ -87,23 +72,12 @@ class BahdanauAttention(KernelArgsMixin, BaseAttention):
         bias_constraint=None,
         **kwargs,
     ):
-        super().__init__(probability_fn=probability_fn, dropout=dropout, seed=seed, **kwargs)
-        if not isinstance(units, int) or isinstance(units, bool) or units < 1:
-            raise ValueError(
-                f"BahdanauAttention: `units` must be a positive integer. "
-                f"Received: units={units!r}"
-            )
-        self.units = units
+        super().__init__(probability_fn, dropout, seed, implementation, block_size, **kwargs)
+        self.units = validation.integer("BahdanauAttention", "units", units)
         self.normalize = bool(normalize)
         self.use_bias = bool(use_bias)
-        self._set_kernel_args(
-            kernel_initializer=kernel_initializer,
-            bias_initializer=bias_initializer,
-            kernel_regularizer=kernel_regularizer,
-            bias_regularizer=bias_regularizer,
-            kernel_constraint=kernel_constraint,
-            bias_constraint=bias_constraint,
-        )
+        self._set_kernel_args(kernel_initializer, bias_initializer, kernel_regularizer,
+                              bias_regularizer, kernel_constraint, bias_constraint)
 
     def build(self, query_shape, value_shape=None, key_shape=None):
         value_shape = query_shape if value_shape is None else value_shape
@@ -146,14 +120,10 @@ class BahdanauAttention(KernelArgsMixin, BaseAttention):
             v = ops.cast(self.g, dtype) * v / ops.sqrt(ops.sum(ops.square(v)))
         return v
 
-    def _scores(self, query, key):
-        bias = None if self.b is None else ops.cast(self.b, query.dtype)
-        return attention_ops.additive_scores(query, key, self._score_vector(query.dtype), bias)
-
-    def _blockwise_inputs(self, query, key):
+    def _score(self, query, key):
         if self.b is not None:
-            query = query + ops.cast(self.b, query.dtype)
-        return query, key, self._score_vector(query.dtype)
+            query = scores.add_bias(query, ops.cast(self.b, query.dtype))
+        return scores.AdditiveScore(), query, key, (self._score_vector(query.dtype),)
 
     def get_config(self):
         config = super().get_config()

@@ -7,25 +7,26 @@ A subclass creates its weights in `build`, and overrides only:
 - `_project_query(query)`: what depends on the query alone, for a `(B, Tq, d)`
   query and for a `(B, d)` single step (the step axis is added afterwards, at
   -2, so a step is projected with rank-2 ops);
-- `_scores(query, key)`: the logits `(B, Tq, Tv)` or `(B, H, Tq, Tv)`;
+- `_score(query, key)`: its score, `(score, query, key, params)`: a
+  `keras_attention.scores` object and the tensors its methods take. The
+  exact, chunked and fused paths all compute the logits from it;
 - `_merge(context)`: back from heads to `(B, Tq, d)`, or from `(B, H, dv)` to
   `(B, d)` for a single step (multi-head only).
 
-Validation, masks, normalization, dropout, rank-2 queries and the optional
-weights output live here once.
+Validation (`keras_attention.validation`), masks, normalization, dropout,
+rank-2 queries, the choice of path and the optional weights output live here
+once.
 """
 
 import keras
 from keras import ops
 
+from keras_attention import backends
 from keras_attention import masks as masks_lib
 from keras_attention import memory_efficient
 from keras_attention import ops as attention_ops
-
-
-def _static(dim):
-    """A dimension as a Python int, or None when unknown or symbolic."""
-    return dim if isinstance(dim, int) else None
+from keras_attention import validation
+from keras_attention.validation import static
 
 
 class BaseAttention(keras.layers.Layer):
@@ -42,20 +43,36 @@ class BaseAttention(keras.layers.Layer):
             chunked path (`keras_attention.memory_efficient`) works on
             `block_size` tiles with an online softmax and a recomputing
             backward pass, in `O(Tq + Tv)` memory, for softmax attention
-            without returned weights. `"auto"` takes the chunked path (or a
-            backend's fused kernel, see `memory_efficient.fused_attention_available`)
-            only when the weights are not requested, `probability_fn` is
-            softmax, the lengths are static and the problem is large
-            (`memory_efficient.choose_implementation`).
+            without returned weights. `"auto"` picks by backend, device and
+            size (`memory_efficient.choose_implementation`), and takes a
+            backend's fused kernel where one applies.
         block_size: queries and keys per tile of the chunked path; `None`
             means 512 for dot-product scores and 32 for additive scores.
         **kwargs: base `keras.layers.Layer` arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        query: `(B, Tq, dq)`, or `(B, dq)` for one decoding step.
+        value: `(B, Tv, dv)`; defaults to `query` (self-attention).
+        key: `(B, Tv, dk)`; defaults to `value`.
+        query_mask: boolean `(B, Tq)`; masked queries get zero context.
+        value_mask: boolean `(B, Tv)`; masked keys get zero weight, and
+            whatever the masked positions hold (even NaN) never reaches the
+            output or the gradients.
+        attention_mask: boolean `(B, Tq, Tv)`.
+        use_causal_mask: query `i` sees keys `j <= i + Tv - Tq` only.
+        return_attention_scores: also return the weights.
+        training: enables dropout.
+        mask: the Keras mask of a lone query, filled by Keras in `layer(x)`
+            (self-attention); used as `query_mask` and `value_mask`.
+
+    Returns:
+        The context `(B, Tq, d_out)` (or `(B, d_out)`), and with
+        `return_attention_scores=True` also the float weights `(B, [H,] Tq,
+        Tv)` (or `(B, [H,] Tv)`), after normalization and before dropout.
     """
 
     # Whether the logits carry a heads axis: (B, H, Tq, Tv).
     _has_heads = False
-    # "dot" or "additive" when the score has a blockwise form (chunked path).
-    _score_kind = None
 
     def __init__(
         self,
@@ -67,46 +84,56 @@ class BaseAttention(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if probability_fn not in attention_ops.PROBABILITY_FNS:
-            raise ValueError(
-                f"{type(self).__name__}: `probability_fn` must be one of "
-                f"{attention_ops.PROBABILITY_FNS}. Received: "
-                f"probability_fn={probability_fn!r}"
-            )
-        if not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-            raise ValueError(
-                f"{type(self).__name__}: `dropout` must be a float in [0, 1). "
-                f"Received: dropout={dropout!r}"
-            )
-        self._validate_implementation(implementation, block_size, probability_fn)
-        self.probability_fn = probability_fn
-        self.dropout = float(dropout)
+        owner = type(self).__name__
+        self.probability_fn = validation.choice(
+            owner, "probability_fn", probability_fn, attention_ops.PROBABILITY_FNS
+        )
+        self.dropout = validation.rate(owner, "dropout", dropout)
         self.seed = seed
-        self.implementation = implementation
-        self.block_size = block_size
+        self.implementation = validation.choice(
+            owner, "implementation", implementation, memory_efficient.IMPLEMENTATIONS
+        )
+        self.block_size = validation.integer(owner, "block_size", block_size, allow_none=True)
+        if implementation == "chunked" and probability_fn != "softmax":
+            validation.fail(
+                owner,
+                "probability_fn",
+                "'softmax' with implementation='chunked' (the chunked path never "
+                "materializes the weights that sparsemax and hardmax need)",
+                probability_fn,
+            )
         self.supports_masking = True
         if self.dropout > 0:
             self.seed_generator = keras.random.SeedGenerator(seed)
+
+    @property
+    def _owner(self):
+        return f"{type(self).__name__} (layer '{self.name}')"
 
     # --------------------------------------------------------------- hooks
     def build(self, query_shape, value_shape=None, key_shape=None):
         # Layers with weights override this; the names are the call's.
         self.built = True
 
-    def project_memory(self, key, value):
+    def project_memory(self, key, value, value_mask=None):
         """Return `(key_features, value_features)` for `attend`.
 
         Everything that depends only on the keys and values happens here, so
         a decoder can compute it once per source sentence and call `attend`
-        at every step with the result. The layer must be built (called once,
-        or `layer.build(query_shape, value_shape)`).
+        at every step with the result. With `value_mask`, masked positions
+        are zeroed first, so whatever they hold (even NaN) never reaches the
+        output or the gradients. The layer must be built (called once, or
+        `layer.build(query_shape, value_shape[, key_shape])`).
         """
         if not self.built:
             raise ValueError(
-                f"{type(self).__name__} (layer '{self.name}'): `project_memory` needs "
-                "the layer built; call it once or use `layer.build(query_shape, "
-                "value_shape[, key_shape])` first. Received: an unbuilt layer"
+                f"{self._owner}: `project_memory` needs the layer built; call it once or "
+                "use `layer.build(query_shape, value_shape[, key_shape])` first. "
+                "Received: an unbuilt layer"
             )
+        if value_mask is not None:
+            keep = ops.expand_dims(ops.cast(value_mask, "bool"), -1)  # (B, Tv, 1)
+            key, value = masks_lib.zero_masked(key, keep), masks_lib.zero_masked(value, keep)
         return self._project_memory(key, value)
 
     def _project_memory(self, key, value):
@@ -115,21 +142,11 @@ class BaseAttention(keras.layers.Layer):
     def _project_query(self, query):
         return query
 
-    def _scores(self, query, key):
-        raise TypeError(f"{type(self).__name__} must override `_scores`.")
+    def _score(self, query, key):
+        raise TypeError(f"{type(self).__name__} must override `_score`.")
 
     def _merge(self, context):
         return context
-
-    def _blockwise_inputs(self, query, key):
-        """`(query, key, parameter)` for the chunked path's score.
-
-        `query` comes from `_project_query`, `key` from `project_memory`. The
-        parameter is the scale (a float) of a "dot" score, the scoring vector
-        `(U,)` of an "additive" one; anything learned in the score (a gain, a
-        bias) is folded into these tensors so autodiff reaches it.
-        """
-        raise TypeError(f"{type(self).__name__} has no blockwise score.")
 
     # ------------------------------------------------------------ contract
     def call(
@@ -143,23 +160,21 @@ class BaseAttention(keras.layers.Layer):
         use_causal_mask=False,
         return_attention_scores=False,
         training=None,
+        mask=None,
     ):
+        # Keras fills `mask` (not `query_mask`) when the query is the only
+        # tensor argument: `layer(x)` after `Embedding(mask_zero=True)`.
+        query_mask = mask if query_mask is None else query_mask
         if value is None:  # self-attention, e.g. inside `keras.Sequential`
             value, value_mask = query, query_mask if value_mask is None else value_mask
         key = value if key is None else key
-        self._validate(query, value, key, query_mask, value_mask, attention_mask)
-        key_features, value_features = self._project_memory(key, value)
-        return self.attend(
-            query,
-            key_features,
-            value_features,
-            query_mask=query_mask,
-            value_mask=value_mask,
-            attention_mask=attention_mask,
-            use_causal_mask=use_causal_mask,
-            return_attention_scores=return_attention_scores,
-            training=training,
+        validation.check_call(
+            self._owner, query, value, key, query_mask, value_mask, attention_mask
         )
+        self._validate_features(query, key, value)
+        memory = self.project_memory(key, value, value_mask)
+        masks = (query_mask, value_mask, attention_mask, use_causal_mask)
+        return self.attend(query, *memory, *masks, return_attention_scores, training)
 
     def attend(
         self,
@@ -192,13 +207,34 @@ class BaseAttention(keras.layers.Layer):
             use_causal_mask=use_causal_mask,
         )
         dropout = self.dropout if training and self.dropout > 0 else 0.0
-        memory = (key_features, value_features)
-        path = self._choose_path(query_features, memory, masks, dropout, return_attention_scores)
+        score, query_in, key_in, params = self._score(query_features, key_features)
+        path = self._choose_path(score, query_in, value_features, masks, dropout,
+                                 return_attention_scores)
+        weights = None
         if path == "exact":
-            context, weights = self._attend_exact(query_features, *memory, masks, dropout)
+            logits = score.logits(score.prepare(query_in), key_in, *params)
+            context, weights = self._normalize_and_sum(logits, value_features, masks, dropout)
+        elif path == "fused":
+            context = memory_efficient.fused_dot_product_attention(
+                query_in,
+                key_in,
+                value_features,
+                scale=score.scale if score.scale is not None else 1.0,
+                query_mask=masks["query_mask"],
+                use_causal_mask=masks["use_causal_mask"],
+            )
         else:
-            context = self._attend_blockwise(path, query_features, *memory, masks, dropout)
-            weights = None
+            context = memory_efficient.chunked_attention(
+                score,
+                query_in,
+                key_in,
+                value_features,
+                *params,
+                **masks,
+                dropout_rate=dropout,
+                seed=self.seed_generator if dropout else None,
+                block_size=self.block_size,
+            )
         if single_step:  # (B, [H,] 1, ·) -> (B, [H,] ·)
             context = ops.squeeze(context, -2)
             weights = None if weights is None else ops.squeeze(weights, -2)
@@ -207,56 +243,32 @@ class BaseAttention(keras.layers.Layer):
             return context, weights
         return context
 
-    def _attend_exact(self, query_features, key_features, value_features, masks, dropout):
-        """Unmerged `(B, [H,] Tq, dv)` context and float32 `(B, [H,] Tq, Tv)` weights."""
+    def _normalize_and_sum(self, logits, value_features, masks, dropout):
+        """The exact path after the logits: `(B, [H,] Tq, dv)` context and weights."""
         mask = masks_lib.attention_mask_from(
             masks["query_mask"],
             masks["value_mask"],
             masks["attention_mask"],
             masks["use_causal_mask"],
-            ops.shape(query_features)[-2],
-            ops.shape(value_features)[-2],
+            ops.shape(logits)[-2],
+            ops.shape(logits)[-1],
         )  # (B, Tq, Tv)
         if mask is not None and self._has_heads:
             mask = ops.expand_dims(mask, 1)  # (B, 1, Tq, Tv)
-        logits = self._scores(query_features, key_features)
-        weights = attention_ops.normalize(logits, mask, self.probability_fn)
+        weights = attention_ops.attention_weights(logits, mask, self.probability_fn)
         weights = ops.cast(weights, self.compute_dtype)
         dropped = weights
         if dropout:
             dropped = keras.random.dropout(weights, dropout, seed=self.seed_generator)
-        return attention_ops.attend(dropped, value_features), weights
+        return attention_ops.weighted_sum(dropped, value_features), weights
 
-    def _attend_blockwise(self, path, query_features, key_features, value_features, masks,
-                          dropout):
-        """Unmerged `(B, [H,] Tq, dv)` context of the chunked or fused path."""
-        query, key, parameter = self._blockwise_inputs(query_features, key_features)
-        if path == "fused":
-            return memory_efficient.fused_dot_product_attention(
-                query,
-                key,
-                value_features,
-                scale=parameter,
-                query_mask=masks["query_mask"],
-                use_causal_mask=masks["use_causal_mask"],
-            )
-        seed = self.seed_generator if dropout else None
-        options = dict(masks, dropout_rate=dropout, seed=seed, block_size=self.block_size)
-        if self._score_kind == "dot":
-            return memory_efficient.chunked_dot_product_attention(
-                query, key, value_features, scale=parameter, **options
-            )
-        return memory_efficient.chunked_additive_attention(
-            query, key, value_features, parameter, **options
-        )
-
-    def _choose_path(self, query, memory, masks, dropout, return_attention_scores):
+    def _choose_path(self, score, query, value_features, masks, dropout, return_weights):
         """"exact", "chunked" or "fused" for this call (see `choose_implementation`)."""
-        key_features, value_features = memory
-        query_length = _static(query.shape[-2])
-        value_length = _static(value_features.shape[-2])
-        dk, dv = _static(key_features.shape[-1]), _static(value_features.shape[-1])
-        fused = self._score_kind == "dot" and memory_efficient.fused_attention_available(
+        query_length = static(query.shape[-2])
+        value_length = static(value_features.shape[-2])
+        dk, dv = static(query.shape[-1]), static(value_features.shape[-1])
+        device = backends.device_kind(query)
+        fused = score.kind == "dot" and memory_efficient.fused_attention_available(
             dtype=self.compute_dtype,
             head_dim=dk if dk == dv else None,
             query_length=query_length,
@@ -265,105 +277,29 @@ class BaseAttention(keras.layers.Layer):
             has_value_mask=masks["value_mask"] is not None,
             has_attention_mask=masks["attention_mask"] is not None,
             dropout=dropout,
+            device=device,
         )
         return memory_efficient.choose_implementation(
             self.implementation,
-            score=self._score_kind,
+            score=score.kind,
             probability_fn=self.probability_fn,
-            return_attention_scores=return_attention_scores,
+            return_attention_scores=return_weights,
             query_length=query_length,
             value_length=value_length,
-            batch_size=_static(query.shape[0]),
+            batch_size=static(query.shape[0]),
             heads=getattr(self, "num_heads", 1),
             units=getattr(self, "units", None),
             fused_available=fused,
+            device=device,
         )
-
-    # ---------------------------------------------------------- validation
-    def _fail(self, argument, expected, received):
-        raise ValueError(
-            f"{type(self).__name__} (layer '{self.name}'): argument `{argument}` "
-            f"expected {expected}. Received: {received}"
-        )
-
-    def _validate(self, query, value, key, query_mask, value_mask, attention_mask):
-        """Static checks that raise a clear ValueError before any backend op."""
-        for name, tensor, ranks in (
-            ("query", query, (2, 3)),
-            ("value", value, (3,)),
-            ("key", key, (3,)),
-        ):
-            if len(tensor.shape) not in ranks:
-                expected = " or ".join(f"rank {r}" for r in ranks)
-                self._fail(
-                    name,
-                    f"a tensor of {expected} (batch, [time,] features)",
-                    f"shape {tuple(tensor.shape)}",
-                )
-        tv, tk = _static(value.shape[1]), _static(key.shape[1])
-        if tv is not None and tk is not None and tv != tk:
-            self._fail(
-                "key",
-                f"the same length as `value` ({tv})",
-                f"key shape {tuple(key.shape)}, value shape {tuple(value.shape)}",
-            )
-        batch = _static(query.shape[0])
-        tq = _static(query.shape[1]) if len(query.shape) == 3 else None
-        tv = tv if tv is not None else tk
-        single = len(query.shape) == 2
-        expected_shapes = {
-            "query_mask": (batch,) if single else (batch, tq),
-            "value_mask": (batch, tv),
-            "attention_mask": (batch, tv) if single else (batch, tq, tv),
-        }
-        for name, mask in (
-            ("query_mask", query_mask),
-            ("value_mask", value_mask),
-            ("attention_mask", attention_mask),
-        ):
-            if mask is not None:
-                self._check_mask(name, mask, expected_shapes[name])
-        self._validate_features(query, key, value)
-
-    def _check_mask(self, name, mask, expected):
-        dtype = keras.backend.standardize_dtype(mask.dtype)
-        if dtype != "bool" and "int" not in dtype:
-            self._fail(
-                name,
-                "a boolean mask (True = may attend) or 0/1 integers",
-                f"dtype {dtype}",
-            )
-        shape = tuple(mask.shape)
-        if len(shape) != len(expected) or any(
-            _static(got) is not None and want is not None and got not in (want, 1)
-            for got, want in zip(shape, expected)
-        ):
-            self._fail(name, f"shape {expected}", f"shape {shape}")
 
     def _validate_features(self, query, key, value):
         """Subclasses check feature sizes their score needs."""
 
-    def _validate_implementation(self, implementation, block_size, probability_fn):
-        if implementation not in memory_efficient.IMPLEMENTATIONS:
-            raise ValueError(
-                f"{type(self).__name__}: `implementation` must be one of "
-                f"{memory_efficient.IMPLEMENTATIONS}. Received: "
-                f"implementation={implementation!r}"
-            )
-        if block_size is not None and (
-            isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1
-        ):
-            raise ValueError(
-                f"{type(self).__name__}: `block_size` must be a positive integer "
-                f"or None. Received: block_size={block_size!r}"
-            )
-        if implementation == "chunked" and probability_fn != "softmax":
-            raise ValueError(
-                f"{type(self).__name__}: implementation='chunked' supports only "
-                "probability_fn='softmax' (it never materializes the weights "
-                "that sparsemax and hardmax need). Received: "
-                f"probability_fn={probability_fn!r}"
-            )
+    def _fail(self, argument, expected, received):
+        raise ValueError(
+            f"{self._owner}: argument `{argument}` expected {expected}. Received: {received}"
+        )
 
     # -------------------------------------------------------------- config
     def get_config(self):
@@ -376,49 +312,3 @@ class BaseAttention(keras.layers.Layer):
             block_size=self.block_size,
         )
         return config
-
-
-class KernelArgsMixin:
-    """Initializer / regularizer / constraint arguments of layers with kernels."""
-
-    _KERNEL_ARGS = (
-        "kernel_initializer",
-        "bias_initializer",
-        "kernel_regularizer",
-        "bias_regularizer",
-        "kernel_constraint",
-        "bias_constraint",
-    )
-
-    def _set_kernel_args(self, **kwargs):
-        getters = {
-            "initializer": keras.initializers.get,
-            "regularizer": keras.regularizers.get,
-            "constraint": keras.constraints.get,
-        }
-        for name in self._KERNEL_ARGS:
-            setattr(self, name, getters[name.split("_")[1]](kwargs[name]))
-
-    def _dense(self, units, name, use_bias=False, input_dim=None):
-        """A `Dense` sublayer built now (when `input_dim` is given) with our policy."""
-        dense = keras.layers.Dense(
-            units,
-            use_bias=use_bias,
-            name=name,
-            dtype=self.dtype_policy,
-            **{arg: getattr(self, arg) for arg in self._KERNEL_ARGS},
-        )
-        if input_dim is not None:
-            dense.build((None, input_dim))
-        return dense
-
-    def _kernel_config(self):
-        serializers = {
-            "initializer": keras.initializers.serialize,
-            "regularizer": keras.regularizers.serialize,
-            "constraint": keras.constraints.serialize,
-        }
-        return {
-            name: serializers[name.split("_")[1]](getattr(self, name))
-            for name in self._KERNEL_ARGS
-        }

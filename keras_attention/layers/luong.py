@@ -1,10 +1,10 @@
 import keras
 from keras import ops
 
-from keras_attention import ops as attention_ops
+from keras_attention import scores
+from keras_attention import validation
 from keras_attention.layers.base import BaseAttention
-from keras_attention.layers.base import KernelArgsMixin
-from keras_attention.layers.base import _static
+from keras_attention.layers.kernel_args import KernelArgsMixin
 
 SCORE_MODES = ("dot", "general", "concat")
 
@@ -29,28 +29,16 @@ class LuongAttention(KernelArgsMixin, BaseAttention):
         use_scale: learn a scalar multiplier of the scores.
         units: hidden size of the `"concat"` score (required there, unused
             otherwise).
-        probability_fn: `"softmax"`, `"sparsemax"` or `"hardmax"`.
-        dropout: dropout rate on the attention weights.
-        seed: seed of the dropout.
-        implementation: `"auto"`, `"exact"` or `"chunked"` (memory-efficient
-            tiles for long sequences); see `BaseAttention`.
-        block_size: queries and keys per tile of the chunked path (512 for
-            `"dot"`/`"general"`, 32 for `"concat"` if None).
+        probability_fn, dropout, seed, implementation, block_size: as in
+            `BaseAttention` (tiles of 512 for `"dot"`/`"general"`, 32 for
+            `"concat"` by default).
         kernel_initializer, bias_initializer, kernel_regularizer,
         bias_regularizer, kernel_constraint, bias_constraint: for `W`, `v`.
         **kwargs: base layer arguments.
 
-    Call arguments:
-        query: `(B, Tq, dq)`, or `(B, dq)` for one decoding step.
-        value: `(B, Tv, dv)`.
-        key: `(B, Tv, dk)`; defaults to `value`.
-        query_mask, value_mask, attention_mask, use_causal_mask,
-        return_attention_scores, training: as in `BahdanauAttention`.
-
-    Returns:
-        The context `(B, Tq, dv)` (or `(B, dv)`), and with
-        `return_attention_scores=True` also the weights `(B, Tq, Tv)`
-        (or `(B, Tv)`).
+    Call arguments and returns: the contract of `BaseAttention`; the context
+    is `(B, Tq, dv)` and the weights `(B, Tq, Tv)` (without `Tq` for a rank-2
+    query). `"dot"` needs `dq == dk`.
 
     Example:
 
@@ -75,6 +63,8 @@ class LuongAttention(KernelArgsMixin, BaseAttention):
         probability_fn="softmax",
         dropout=0.0,
         seed=None,
+        implementation="auto",
+        block_size=None,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         kernel_regularizer=None,
@@ -83,30 +73,16 @@ class LuongAttention(KernelArgsMixin, BaseAttention):
         bias_constraint=None,
         **kwargs,
     ):
-        super().__init__(probability_fn=probability_fn, dropout=dropout, seed=seed, **kwargs)
-        if score_mode not in SCORE_MODES:
-            raise ValueError(
-                f"LuongAttention: `score_mode` must be one of {SCORE_MODES}. "
-                f"Received: score_mode={score_mode!r}"
+        super().__init__(probability_fn, dropout, seed, implementation, block_size, **kwargs)
+        self.score_mode = validation.choice("LuongAttention", "score_mode", score_mode, SCORE_MODES)
+        if score_mode == "concat":
+            units = validation.integer(
+                "LuongAttention", "units", units, when=" when score_mode='concat'"
             )
-        if score_mode == "concat" and (
-            not isinstance(units, int) or isinstance(units, bool) or units < 1
-        ):
-            raise ValueError(
-                "LuongAttention: `units` must be a positive integer when "
-                f"score_mode='concat'. Received: units={units!r}"
-            )
-        self.score_mode = score_mode
         self.use_scale = bool(use_scale)
         self.units = units
-        self._set_kernel_args(
-            kernel_initializer=kernel_initializer,
-            bias_initializer=bias_initializer,
-            kernel_regularizer=kernel_regularizer,
-            bias_regularizer=bias_regularizer,
-            kernel_constraint=kernel_constraint,
-            bias_constraint=bias_constraint,
-        )
+        self._set_kernel_args(kernel_initializer, bias_initializer, kernel_regularizer,
+                              bias_regularizer, kernel_constraint, bias_constraint)
 
     def build(self, query_shape, value_shape=None, key_shape=None):
         value_shape = query_shape if value_shape is None else value_shape
@@ -129,7 +105,7 @@ class LuongAttention(KernelArgsMixin, BaseAttention):
             self.g = self.add_weight(name="g", shape=(), initializer="ones")
 
     def _validate_features(self, query, key, value):
-        dq, dk = _static(query.shape[-1]), _static(key.shape[-1])
+        dq, dk = validation.static(query.shape[-1]), validation.static(key.shape[-1])
         if self.score_mode == "dot" and dq is not None and dk is not None and dq != dk:
             self._fail(
                 "key",
@@ -146,25 +122,13 @@ class LuongAttention(KernelArgsMixin, BaseAttention):
     def _project_query(self, query):
         return self.query_dense(query) if self.score_mode == "concat" else query
 
-    def _scores(self, query, key):
-        if self.score_mode == "concat":
-            logits = attention_ops.additive_scores(query, key, ops.cast(self.v, query.dtype))
-        else:
-            logits = attention_ops.dot_product_scores(query, key)
-        if self.g is not None:
-            logits = logits * ops.cast(self.g, logits.dtype)
-        return logits
-
-    @property
-    def _score_kind(self):
-        return "additive" if self.score_mode == "concat" else "dot"
-
-    def _blockwise_inputs(self, query, key):
+    def _score(self, query, key):
         gain = None if self.g is None else ops.cast(self.g, query.dtype)
         if self.score_mode == "concat":
             v = ops.cast(self.v, query.dtype)
-            return query, key, v if gain is None else v * gain
-        return (query if gain is None else query * gain), key, 1.0
+            return scores.AdditiveScore(), query, key, (v if gain is None else v * gain,)
+        query = query if gain is None else query * gain
+        return scores.DotScore(None, query.shape[-1]), query, key, ()
 
     def get_config(self):
         config = super().get_config()

@@ -3,20 +3,10 @@ import math
 import keras
 from keras import ops
 
-from keras_attention import ops as attention_ops
+from keras_attention import scores
+from keras_attention import validation
 from keras_attention.layers.base import BaseAttention
-from keras_attention.layers.base import KernelArgsMixin
-
-
-def _positive_int(layer, name, value, allow_none=False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(
-            f"{layer}: `{name}` must be a positive integer"
-            f"{' or None' if allow_none else ''}. Received: {name}={value!r}"
-        )
-    return value
+from keras_attention.layers.kernel_args import KernelArgsMixin
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -41,28 +31,16 @@ class MultiHead(KernelArgsMixin, BaseAttention):
             defaults to `num_heads`.
         output_dim: features of the output; defaults to the query's.
         use_bias: biases in the four projections.
-        probability_fn: `"softmax"`, `"sparsemax"` or `"hardmax"`.
-        dropout: dropout rate on the attention weights.
-        seed: seed of the dropout.
-        implementation: `"auto"`, `"exact"` or `"chunked"` (memory-efficient
-            tiles for long sequences); see `BaseAttention`.
-        block_size: queries and keys per tile of the chunked path.
+        probability_fn, dropout, seed, implementation, block_size: as in
+            `BaseAttention`; the heads share one tile layout.
         kernel_initializer, bias_initializer, kernel_regularizer,
         bias_regularizer, kernel_constraint, bias_constraint: for the four
             projections.
         **kwargs: base layer arguments.
 
-    Call arguments:
-        query: `(B, Tq, dq)`, or `(B, dq)` for one decoding step.
-        value: `(B, Tv, dv_in)`.
-        key: `(B, Tv, dk_in)`; defaults to `value`.
-        query_mask, value_mask, attention_mask, use_causal_mask,
-        return_attention_scores, training: as in `BahdanauAttention`.
-
-    Returns:
-        The context `(B, Tq, output_dim)` (or `(B, output_dim)`), and with
-        `return_attention_scores=True` also the weights `(B, H, Tq, Tv)`
-        (or `(B, H, Tv)`).
+    Call arguments and returns: the contract of `BaseAttention`; the context
+    is `(B, Tq, output_dim)` and the weights `(B, H, Tq, Tv)` (without `Tq`
+    for a rank-2 query).
 
     Example:
 
@@ -81,7 +59,6 @@ class MultiHead(KernelArgsMixin, BaseAttention):
     """
 
     _has_heads = True
-    _score_kind = "dot"
 
     def __init__(
         self,
@@ -94,6 +71,8 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         probability_fn="softmax",
         dropout=0.0,
         seed=None,
+        implementation="auto",
+        block_size=None,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         kernel_regularizer=None,
@@ -102,29 +81,23 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         bias_constraint=None,
         **kwargs,
     ):
-        super().__init__(probability_fn=probability_fn, dropout=dropout, seed=seed, **kwargs)
-        self.num_heads = _positive_int("MultiHead", "num_heads", num_heads)
-        self.key_dim = _positive_int("MultiHead", "key_dim", key_dim)
-        self.value_dim = _positive_int("MultiHead", "value_dim", value_dim, True)
-        self.num_key_value_heads = _positive_int(
-            "MultiHead", "num_key_value_heads", num_key_value_heads, True
+        super().__init__(probability_fn, dropout, seed, implementation, block_size, **kwargs)
+        self.num_heads = validation.integer("MultiHead", "num_heads", num_heads)
+        self.key_dim = validation.integer("MultiHead", "key_dim", key_dim)
+        self.value_dim = validation.integer("MultiHead", "value_dim", value_dim, allow_none=True)
+        self.num_key_value_heads = validation.integer(
+            "MultiHead", "num_key_value_heads", num_key_value_heads, allow_none=True
         )
-        self.output_dim = _positive_int("MultiHead", "output_dim", output_dim, True)
-        if num_heads % self._kv_heads:
+        self.output_dim = validation.integer("MultiHead", "output_dim", output_dim, allow_none=True)
+        if self.num_heads % self._kv_heads:
             raise ValueError(
                 "MultiHead: `num_key_value_heads` must divide `num_heads`. "
                 f"Received: num_heads={num_heads}, "
                 f"num_key_value_heads={num_key_value_heads}"
             )
         self.use_bias = bool(use_bias)
-        self._set_kernel_args(
-            kernel_initializer=kernel_initializer,
-            bias_initializer=bias_initializer,
-            kernel_regularizer=kernel_regularizer,
-            bias_regularizer=bias_regularizer,
-            kernel_constraint=kernel_constraint,
-            bias_constraint=bias_constraint,
-        )
+        self._set_kernel_args(kernel_initializer, bias_initializer, kernel_regularizer,
+                              bias_regularizer, kernel_constraint, bias_constraint)
 
     @property
     def _kv_heads(self):
@@ -146,7 +119,8 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         self.output_dense = self._dense(output_dim, "output", bias, h * dv)
 
     def _split_heads(self, x, heads):
-        x = ops.reshape(x, (*ops.shape(x)[:-1], heads, -1))  # (B, T, heads, d)
+        size = x.shape[-1] // heads
+        x = ops.reshape(x, (*ops.shape(x)[:-1], heads, size))  # (B, T, heads, d)
         return ops.transpose(x, (0, 2, 1, 3))  # (B, heads, T, d)
 
     def _project_memory(self, key, value):
@@ -164,17 +138,15 @@ class MultiHead(KernelArgsMixin, BaseAttention):
             return ops.reshape(projected, (-1, self.num_heads, self.key_dim))
         return self._split_heads(projected, self.num_heads)  # (B, H, Tq, dk)
 
-    def _scores(self, query, key):
-        return attention_ops.dot_product_scores(query, key, 1.0 / math.sqrt(self.key_dim))
-
-    def _blockwise_inputs(self, query, key):
-        return query, key, 1.0 / math.sqrt(self.key_dim)
+    def _score(self, query, key):
+        return scores.DotScore(1.0 / math.sqrt(self.key_dim), self.key_dim), query, key, ()
 
     def _merge(self, context):
         if len(context.shape) == 3:  # one step: (B, H, dv) -> (B, H*dv), a rank-2 Dense
             return self.output_dense(ops.reshape(context, (-1, self.num_heads * self._value_dim)))
         context = ops.transpose(context, (0, 2, 1, 3))  # (B, Tq, H, dv)
-        context = ops.reshape(context, (*ops.shape(context)[:-2], -1))  # (B, Tq, H*dv)
+        shape = (*ops.shape(context)[:-2], self.num_heads * self._value_dim)
+        context = ops.reshape(context, shape)  # (B, Tq, H*dv)
         return self.output_dense(context)
 
     def get_config(self):

@@ -2,9 +2,9 @@ import math
 
 import keras
 
-from keras_attention import ops as attention_ops
+from keras_attention import scores
+from keras_attention import validation
 from keras_attention.layers.base import BaseAttention
-from keras_attention.layers.base import _static
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -15,25 +15,13 @@ class ScaledDotProduct(BaseAttention):
 
     Args:
         scale: a float multiplying the scores; `None` means `1/√dk`.
-        probability_fn: `"softmax"`, `"sparsemax"` or `"hardmax"`.
-        dropout: dropout rate on the attention weights.
-        seed: seed of the dropout.
-        implementation: `"auto"`, `"exact"` or `"chunked"` (memory-efficient
-            tiles for long sequences); see `BaseAttention`.
-        block_size: queries and keys per tile of the chunked path.
+        probability_fn, dropout, seed, implementation, block_size: as in
+            `BaseAttention`.
         **kwargs: base layer arguments.
 
-    Call arguments:
-        query: `(B, Tq, dk)`, or `(B, dk)` for one decoding step.
-        value: `(B, Tv, dv)`.
-        key: `(B, Tv, dk)`; defaults to `value`.
-        query_mask, value_mask, attention_mask, use_causal_mask,
-        return_attention_scores, training: as in `BahdanauAttention`.
-
-    Returns:
-        The context `(B, Tq, dv)` (or `(B, dv)`), and with
-        `return_attention_scores=True` also the weights `(B, Tq, Tv)`
-        (or `(B, Tv)`).
+    Call arguments and returns: the contract of `BaseAttention`, with queries
+    and keys of the same size `dk`; the context is `(B, Tq, dv)` and the
+    weights `(B, Tq, Tv)` (without `Tq` for a rank-2 query).
 
     Example:
 
@@ -47,18 +35,21 @@ class ScaledDotProduct(BaseAttention):
         Vaswani et al., "Attention Is All You Need", NeurIPS 2017.
     """
 
-    _score_kind = "dot"
-
-    def __init__(self, scale=None, probability_fn="softmax", dropout=0.0, seed=None, **kwargs):
-        super().__init__(probability_fn=probability_fn, dropout=dropout, seed=seed, **kwargs)
-        if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
-            raise ValueError(
-                f"ScaledDotProduct: `scale` must be a number or None. Received: scale={scale!r}"
-            )
-        self.scale = None if scale is None else float(scale)
+    def __init__(
+        self,
+        scale=None,
+        probability_fn="softmax",
+        dropout=0.0,
+        seed=None,
+        implementation="auto",
+        block_size=None,
+        **kwargs,
+    ):
+        super().__init__(probability_fn, dropout, seed, implementation, block_size, **kwargs)
+        self.scale = validation.number("ScaledDotProduct", "scale", scale, allow_none=True)
 
     def _validate_features(self, query, key, value):
-        dq, dk = _static(query.shape[-1]), _static(key.shape[-1])
+        dq, dk = validation.static(query.shape[-1]), validation.static(key.shape[-1])
         if dq is not None and dk is not None and dq != dk:
             self._fail("key", f"the query's feature size {dq}", f"key feature size {dk}")
         if self.scale is None and dq is None and dk is None:
@@ -68,17 +59,10 @@ class ScaledDotProduct(BaseAttention):
                 f"query shape {tuple(query.shape)}, key shape {tuple(key.shape)}",
             )
 
-    def _default_scale(self, query, key):
-        if self.scale is not None:
-            return self.scale
-        size = _static(query.shape[-1])
-        return 1.0 / math.sqrt(size if size is not None else _static(key.shape[-1]))
-
-    def _scores(self, query, key):
-        return attention_ops.dot_product_scores(query, key, self._default_scale(query, key))
-
-    def _blockwise_inputs(self, query, key):
-        return query, key, self._default_scale(query, key)
+    def _score(self, query, key):
+        size = validation.static(query.shape[-1]) or validation.static(key.shape[-1])
+        scale = self.scale if self.scale is not None else 1.0 / math.sqrt(size)
+        return scores.DotScore(scale, size), query, key, ()
 
     def get_config(self):
         config = super().get_config()

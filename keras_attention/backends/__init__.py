@@ -1,0 +1,38 @@
+"""What only one backend can say or do, one module per Keras backend.
+
+`current()` imports the module of the running backend and no other, so the
+TensorFlow module is never imported under JAX or PyTorch. Each module answers
+the same questions for the path rule (`keras_attention.memory_efficient`):
+`device_kind(tensor=None)`, "cpu", "gpu" or "tpu", for where a call runs; and
+`free_memory()`, the free bytes of the default accelerator, or None when the
+backend cannot say.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Optional
+
+import keras
+
+_MODULES = {"tensorflow": "tensorflow_backend", "jax": "jax_backend", "torch": "torch_backend"}
+DEVICE_KINDS = ("cpu", "gpu", "tpu")
+
+
+def current(backend: Optional[str] = None) -> Optional[ModuleType]:
+    """The module for `backend` (default: the running one), or None (e.g. numpy)."""
+    name = _MODULES.get(backend or keras.backend.backend())
+    return None if name is None else importlib.import_module(f"keras_attention.backends.{name}")
+
+
+def device_kind(tensor=None) -> str:
+    """Where `tensor` lives, or where a new computation runs: "cpu", "gpu" or "tpu"."""
+    module = current()
+    return "cpu" if module is None else module.device_kind(tensor)
+
+
+def free_memory() -> Optional[int]:
+    """Free bytes on the default accelerator, or None when unknown (or no accelerator)."""
+    module = current()
+    return None if module is None else module.free_memory()

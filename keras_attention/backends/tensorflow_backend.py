@@ -1,0 +1,30 @@
+"""TensorFlow-only helpers; imported only under `KERAS_BACKEND=tensorflow`."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import tensorflow as tf
+
+
+def _kind(device_name: str) -> Optional[str]:
+    name = device_name.upper()
+    for kind in ("GPU", "TPU", "CPU"):
+        if f"DEVICE:{kind}" in name or name.startswith(kind) or f":{kind}:" in name:
+            return kind.lower()
+    return None
+
+
+def device_kind(tensor=None) -> str:
+    """"cpu", "gpu" or "tpu": the tensor's device, else TensorFlow's default placement."""
+    kind = _kind(getattr(tensor, "device", "") or "")
+    if kind is not None:
+        return kind
+    if tf.config.list_logical_devices("TPU"):
+        return "tpu"
+    return "gpu" if tf.config.list_logical_devices("GPU") else "cpu"
+
+
+def free_memory() -> Optional[int]:
+    """TensorFlow reports memory in use, not the limit: unknown (None)."""
+    return None

@@ -1,0 +1,149 @@
+"""Chunked attention: any score of `keras_attention.scores`, in tiles, `O(T)` memory.
+
+The forward pass keeps per query row only a running max, a running sum and the
+unnormalized context (the online softmax); the custom gradient stores only the
+context `O` and the log-sum-exp `L` per row and recomputes each tile's weights
+(FlashAttention's backward pass). See `keras_attention.memory_efficient`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+from keras import ops
+
+from keras_attention import validation
+from keras_attention.memory_efficient.dropout import TileDropout
+from keras_attention.memory_efficient.tiles import Plan
+from keras_attention.memory_efficient.tiles import TileMasks
+from keras_attention.memory_efficient.tiles import Tiles
+from keras_attention.scores import AdditiveScore
+from keras_attention.scores import DotScore
+
+# Tile sides that keep one tile's temporaries a few MiB: a dot-product tile is
+# (B, H, block, block); an additive tile is (B, block, block, U).
+DEFAULT_DOT_BLOCK_SIZE = 512
+DEFAULT_ADDITIVE_BLOCK_SIZE = 32
+
+
+def chunked_dot_product_attention(query, key, value, *, scale: Optional[float] = None, **options):
+    """Softmax attention `softmax(scale · q kᵀ) v` in tiles, `O(T)` memory.
+
+    Equal to `ops.scaled_dot_product_attention(...)[0]` with the combined
+    mask, forward and backward, without ever holding the `(..., Tq, Tv)`
+    weights.
+
+    Args:
+        query: `(..., Tq, dk)`; `...` is `(B,)` or `(B, H)`.
+        key: `(..., Tv, dk)`.
+        value: `(..., Tv, dv)`.
+        scale: multiplies the logits; `None` means `1/sqrt(dk)`.
+        **options: `query_mask`, `value_mask`, `attention_mask`,
+            `use_causal_mask`, `dropout_rate`, `seed`, `block_size` (default
+            512), as in `chunked_attention`.
+
+    Returns:
+        The context `(..., Tq, dv)` in `value`'s dtype.
+    """
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1])
+    return chunked_attention(DotScore(scale, query.shape[-1]), query, key, value, **options)
+
+
+def chunked_additive_attention(query, key, value, score_vector, **options):
+    """Additive attention `softmax(v · tanh(q_i + k_j)) value` in tiles.
+
+    The blockwise form of `ops.additive_scores` followed by a masked softmax
+    and `ops.weighted_sum`: the `(B, Tq, Tv, U)` tanh exists one
+    `(B, block, block, U)` tile at a time, forward and backward.
+
+    Args:
+        query: `(B, Tq, U)`, the projected queries (plus any bias).
+        key: `(B, Tv, U)`, the projected keys.
+        value: `(B, Tv, dv)`.
+        score_vector: `(U,)`, the `v` of the score (scaled as you need).
+        **options: as in `chunked_attention` (`block_size` 32 by default).
+
+    Returns:
+        The context `(B, Tq, dv)` in `value`'s dtype.
+    """
+    return chunked_attention(AdditiveScore(), query, key, value, score_vector, **options)
+
+
+def chunked_attention(
+    score,
+    query,
+    key,
+    value,
+    *params,
+    query_mask=None,
+    value_mask=None,
+    attention_mask=None,
+    use_causal_mask: bool = False,
+    dropout_rate: float = 0.0,
+    seed=None,
+    block_size: Optional[int] = None,
+):
+    """Softmax attention with `score` (a `keras_attention.scores` object) in tiles.
+
+    Args:
+        score: `scores.DotScore` or `scores.AdditiveScore`.
+        query: `(..., Tq, d)` (unprepared: the score scales it); `...` is
+            `(B,)` or `(B, H)`.
+        key: `(..., Tv, d)`.
+        value: `(..., Tv, dv)`.
+        *params: the score's tensors (the additive score's vector); their
+            gradients come back through the custom gradient.
+        query_mask, value_mask, attention_mask, use_causal_mask: the mask
+            pieces described in `keras_attention.memory_efficient` (heads
+            share them).
+        dropout_rate: fraction of the attention weights dropped.
+        seed: int, `keras.random.SeedGenerator` or None, for the dropout.
+        block_size: queries and keys per tile; None means 512 for a dot
+            score, 32 for an additive one.
+
+    Returns:
+        The context `(..., Tq, dv)` in `value`'s dtype.
+    """
+    if block_size is None:
+        default = {"dot": DEFAULT_DOT_BLOCK_SIZE, "additive": DEFAULT_ADDITIVE_BLOCK_SIZE}
+        block_size = default[score.kind]
+    block_size = validation.integer("chunked_attention", "block_size", block_size)
+    heads = len(query.shape) == 4
+    if not heads:  # (B, T, d) -> (B, 1, T, d)
+        query, key, value = (ops.expand_dims(x, 1) for x in (query, key, value))
+    tq, tv = query.shape[-2], key.shape[-2]
+    if not isinstance(tq, int) or not isinstance(tv, int):
+        raise ValueError(
+            "chunked_attention: the chunked path needs static sequence lengths. "
+            f"Received: query shape {tuple(query.shape)}, key shape {tuple(key.shape)}"
+        )
+    if tq == 0 or tv == 0:  # nothing to attend to: zero context, as for a masked row
+        context = ops.zeros((*ops.shape(query)[:-1], ops.shape(value)[-1]), value.dtype)
+        return context if heads else ops.squeeze(context, 1)
+    plan = Plan(tq, tv, block_size, bool(use_causal_mask))
+    tiles = Tiles(
+        score,
+        plan,
+        TileMasks(plan, query_mask, value_mask, attention_mask),
+        TileDropout(plan, dropout_rate, seed, ops.shape(query)[:2]),
+    )
+
+    @ops.custom_gradient
+    def attention(query, key, value, *params):
+        padded = tiles.pad(score.prepare(query), key, value)
+        context, log_sum_exp = tiles.forward(*padded, params)
+        output = ops.cast(context[..., :tq, :], value.dtype)
+
+        def grad(*args, upstream=None):
+            if upstream is None:
+                (upstream,) = args
+            grads = tiles.backward(*padded, params, context, log_sum_exp, upstream)
+            inputs = (query, key, value) + params
+            return tuple(ops.cast(g, x.dtype) for g, x in zip(grads, inputs))
+
+        return output, grad
+
+    context = attention(query, key, value, *params)
+    return context if heads else ops.squeeze(context, 1)

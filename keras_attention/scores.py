@@ -1,0 +1,178 @@
+"""Attention scores (the logits before normalization), each defined once.
+
+A score object holds the static settings of one score; its learned tensors
+(the additive score's vector) are passed to its methods, so the chunked path's
+custom gradient can return their gradients. Every path uses the same object:
+
+- exact (`BaseAttention`, `keras_attention.ops`): `score.logits(score.prepare(query), key,
+  *params)` over the whole `(..., Tq, Tv)`, differentiated by autodiff;
+- chunked (`keras_attention.memory_efficient`): the same calls per tile, and
+  `augment` / `shifted_logits` / `grads` for its recomputing backward pass;
+- fused (`keras.ops.dot_product_attention`): `DotScore` only, through its
+  `scale`.
+
+Scores:
+
+- `DotScore(scale)`: `scale · q kᵀ` (Luong dot and general, scaled dot
+  product, every head of multi-head attention). The scale is applied to the
+  query before the product, as Keras does; in float16 the product is further
+  divided by `√dk` and multiplied back in float32, so logits that fit float32
+  never overflow float16's 65,504.
+- `AdditiveScore()`: `v · tanh(q_i + k_j)` (Bahdanau, Luong concat), with the
+  projections and any bias already in `q` and `k` (see `add_bias`).
+
+Shape letters: `B` batch, `H` heads, `Tq` queries, `Tv` keys, `dk` features,
+`U` additive units; `...` is `(B,)` or `(B, H)`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import keras
+from keras import ops
+
+
+def _static(dim) -> Optional[int]:
+    return dim if isinstance(dim, int) else None
+
+
+class DotScore:
+    """`scale · q kᵀ`, `(..., Tq, dk) x (..., Tv, dk) -> (..., Tq, Tv)`.
+
+    Args:
+        scale: multiplies the logits; `None` means no scaling (Luong's dot
+            score). Pass `1/√dk` for scaled dot-product attention.
+        feature_size: `dk`, for the float16 guard (`None`: no guard).
+    """
+
+    kind = "dot"
+
+    def __init__(self, scale: Optional[float] = None, feature_size: Optional[int] = None):
+        self.scale = None if scale is None else float(scale)
+        self.feature_size = _static(feature_size)
+
+    def _logit_factor(self, x) -> float:
+        """How much of the product is restored in float32 (float16 only)."""
+        if self.feature_size is None or keras.backend.standardize_dtype(x.dtype) != "float16":
+            return 1.0
+        return math.sqrt(self.feature_size)
+
+    def _query_factor(self, x) -> float:
+        return (1.0 if self.scale is None else self.scale) / self._logit_factor(x)
+
+    def prepare(self, query):
+        """The query with the scale (and the float16 guard) folded in."""
+        factor = self._query_factor(query)
+        return query if factor == 1.0 else query * ops.cast(factor, query.dtype)
+
+    def logits(self, query, key):
+        """Logits of a prepared query; float32 when restored from float16."""
+        logits = ops.matmul(query, ops.swapaxes(key, -1, -2))  # (..., Tq, Tv)
+        factor = self._logit_factor(query)
+        if factor != 1.0:
+            logits = ops.cast(logits, "float32") * factor
+        return logits
+
+    # The chunked path's backward pass over tiles of prepared queries.
+    def augment(self, query, key, log_sum_exp):
+        """`[q, -L/c]` and `[k, 1]`: their logits are `S - L` (`c` the float16 factor)."""
+        shift = -log_sum_exp / self._logit_factor(query)
+        return append_feature(query, shift), append_feature(key, 1.0)
+
+    def shifted_logits(self, query, key, shift):
+        """`(S - shift, cache)`; the shift already rides in the augmented features."""
+        del shift
+        return ops.cast(self.logits(query, key), "float32"), None
+
+    def grads(self, d_logits, query, key, cache):
+        """float32 `(d_query, d_key, d_params)` of a `(B, H, R, C)` tile, for the unprepared query."""
+        del cache
+        d_logits = ops.cast(d_logits * self._logit_factor(query), query.dtype)
+        d_query = ops.matmul(d_logits, key)  # (B, H, R, dk)
+        d_key = ops.einsum("bhqk,bhqd->bhkd", d_logits, query)  # (B, H, C, dk)
+        d_query = ops.cast(d_query, "float32") * self._query_factor(query)
+        return d_query, ops.cast(d_key, "float32"), ()
+
+
+class AdditiveScore:
+    """`v · tanh(q_i + k_j)`, `(..., Tq, U) x (..., Tv, U) -> (..., Tq, Tv)`.
+
+    `q` and `k` are the projected queries and keys (`W_q q + b`, `W_k k`);
+    `v` `(U,)` is passed to each method.
+    """
+
+    kind = "additive"
+    scale = None
+
+    @staticmethod
+    def prepare(query):
+        return query
+
+    @staticmethod
+    def hidden(query, key):
+        """The `(..., Tq, Tv, U)` tanh: the only place the package computes it."""
+        return ops.tanh(ops.expand_dims(query, -2) + ops.expand_dims(key, -3))
+
+    @staticmethod
+    def project(hidden, vector):
+        """`hidden · v` over the last axis, as a rank-2 matrix product.
+
+        One large temporary forward and backward. A rank-2 product is a plain
+        `MatMul` on TensorFlow; a higher-rank one is a `Tensordot`, whose
+        gradient XLA cannot compile inside a while loop (an RNN over
+        `AttentionRNNCell` under `jit_compile=True`).
+        """
+        units = ops.shape(vector)[0]
+        logits = ops.matmul(ops.reshape(hidden, (-1, units)), ops.expand_dims(vector, -1))
+        return ops.reshape(logits, ops.shape(hidden)[:-1])  # (..., Tq, Tv)
+
+    def logits(self, query, key, vector):
+        return self.project(self.hidden(query, key), vector)
+
+    # The chunked path's backward pass.
+    @staticmethod
+    def augment(query, key, log_sum_exp):
+        del log_sum_exp
+        return query, key
+
+    def shifted_logits(self, query, key, shift, vector):
+        """`(S - shift, tanh)`: the backward pass reuses the tanh."""
+        hidden = self.hidden(query, key)
+        logits = ops.cast(self.project(hidden, vector), "float32")
+        return logits - shift[..., None], hidden
+
+    @staticmethod
+    def grads(d_logits, query, key, hidden, vector):
+        """float32 `(d_query, d_key, (d_vector,))` of a `(B, H, R, C)` tile."""
+        del query, key
+        hidden = ops.cast(hidden, "float32")
+        d_vector = ops.einsum("bhqk,bhqku->u", d_logits, hidden)  # (U,)
+        slope = 1.0 - hidden * hidden  # tanh', (B, H, R, C, U)
+        vector = ops.cast(vector, "float32")
+        d_query = ops.einsum("bhqk,bhqku->bhqu", d_logits, slope) * vector  # (B, H, R, U)
+        d_key = ops.einsum("bhqk,bhqku->bhku", d_logits, slope) * vector  # (B, H, C, U)
+        return d_query, d_key, (d_vector,)
+
+
+def add_bias(x, bias):
+    """`x + bias` over the last axis, the broadcast written as a matrix product.
+
+    The gradient of a broadcast add is a sum; under XLA the bias's sum of the
+    query's gradient, itself a sum over the `(B, Tq, Tv, U)` tanh gradient, was
+    folded into a second reduction over that whole tensor, which doubled the
+    time of `BahdanauAttention`'s step (benchmarks/layers.py). The gradient of
+    `ones @ bias` is a matrix product, which XLA leaves alone. The value is
+    exact (`1.0 * b`).
+    """
+    rows = ops.reshape(x, (-1, ops.shape(bias)[0]))  # (N, U)
+    ones = ops.ones_like(rows[:, :1])  # (N, 1)
+    return x + ops.reshape(ops.matmul(ones, ops.expand_dims(bias, 0)), ops.shape(x))
+
+
+def append_feature(x, column):
+    """`(..., T, d)` -> `(..., T, d + 1)` with `column` (`(..., T)` or a number) last."""
+    if not hasattr(column, "shape"):
+        column = ops.full(ops.shape(x)[:-1], column)
+    return ops.concatenate([x, ops.cast(column, x.dtype)[..., None]], axis=-1)

@@ -1,0 +1,129 @@
+"""Argument checks shared by every layer and function of the package.
+
+Each check raises a `ValueError` (or `TypeError` for a wrong kind of object)
+that names the owner (a layer or function), the argument, what was expected
+and what was received, and returns the value in its canonical Python type.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import keras
+
+
+def fail(owner: str, name: str, expected: str, received: Any, error: type = ValueError):
+    """Raise `error` with the package's message format."""
+    raise error(f"{owner}: `{name}` must be {expected}. Received: {name}={received!r}")
+
+
+def integer(
+    owner: str, name: str, value: Any, *, minimum: int = 1, allow_none: bool = False, when: str = ""
+):
+    """`value` as a Python `int` >= `minimum` (NumPy integers accepted, `bool` rejected).
+
+    `when` completes the requirement in the message (" when score_mode='concat'").
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        fail(owner, name, kind + (" or None" if allow_none else "") + when, value)
+    return int(value)
+
+
+def number(owner: str, name: str, value: Any, *, allow_none: bool = False):
+    """`value` as a Python `float` (any real number but `bool`)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        fail(owner, name, "a number" + (" or None" if allow_none else ""), value)
+    return float(value)
+
+
+def rate(owner: str, name: str, value: Any) -> float:
+    """A dropout-like fraction in `[0, 1)`, as a float."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= value < 1.0:
+        fail(owner, name, "a float in [0, 1)", value)
+    return float(value)
+
+
+def choice(owner: str, name: str, value: Any, choices: Sequence[str]) -> str:
+    """One of the strings in `choices`."""
+    if not isinstance(value, str) or value not in choices:
+        fail(owner, name, f"one of {tuple(choices)}", value)
+    return value
+
+
+# ----------------------------------------------------------------------------
+# The call contract's static checks (shapes and dtypes known at trace time).
+# ----------------------------------------------------------------------------
+def static(dim) -> int | None:
+    """A dimension as a Python int, or None when unknown or symbolic."""
+    return dim if isinstance(dim, int) else None
+
+
+def _call_fail(owner: str, argument: str, expected: str, received: str):
+    raise ValueError(f"{owner}: argument `{argument}` expected {expected}. Received: {received}")
+
+
+def check_call(owner: str, query, value, key, query_mask, value_mask, attention_mask):
+    """Ranks, dtypes, batch sizes, lengths and mask shapes of one layer call.
+
+    Raises a ValueError (TypeError for a non-float tensor) naming `owner`,
+    the argument, what was expected and what was received, before any
+    backend op runs.
+    """
+    for name, tensor, ranks in (("query", query, (2, 3)), ("value", value, (3,)), ("key", key, (3,))):
+        if len(tensor.shape) not in ranks:
+            expected = " or ".join(f"rank {r}" for r in ranks)
+            _call_fail(owner, name, f"a tensor of {expected} (batch, [time,] features)",
+                       f"shape {tuple(tensor.shape)}")
+        dtype = _dtype(tensor)
+        if not dtype.startswith(("float", "bfloat")):
+            raise TypeError(
+                f"{owner}: argument `{name}` expected a floating-point tensor (embed or "
+                f"cast integer ids first). Received: dtype {dtype}"
+            )
+    batch = static(query.shape[0])
+    for name, tensor in (("value", value), ("key", key)):
+        size = static(tensor.shape[0])
+        if batch is not None and size is not None and size != batch:
+            _call_fail(owner, name, f"the batch size of `query` ({batch})",
+                       f"{name} shape {tuple(tensor.shape)}, query shape {tuple(query.shape)}")
+        batch = size if batch is None else batch
+    tv, tk = static(value.shape[1]), static(key.shape[1])
+    if tv is not None and tk is not None and tv != tk:
+        _call_fail(owner, "key", f"the same length as `value` ({tv})",
+                   f"key shape {tuple(key.shape)}, value shape {tuple(value.shape)}")
+    single = len(query.shape) == 2
+    tq = None if single else static(query.shape[1])
+    tv = tv if tv is not None else tk
+    expected_shapes = {
+        "query_mask": (batch,) if single else (batch, tq),
+        "value_mask": (batch, tv),
+        "attention_mask": (batch, tv) if single else (batch, tq, tv),
+    }
+    for name, mask in (("query_mask", query_mask), ("value_mask", value_mask),
+                       ("attention_mask", attention_mask)):
+        if mask is not None:
+            _check_mask(owner, name, mask, expected_shapes[name])
+
+
+def _dtype(tensor) -> str:
+    return keras.backend.standardize_dtype(tensor.dtype)
+
+
+def _check_mask(owner: str, name: str, mask, expected: tuple):
+    dtype = _dtype(mask)
+    if dtype != "bool" and "int" not in dtype:
+        _call_fail(owner, name, "a boolean mask (True = may attend) or 0/1 integers",
+                   f"dtype {dtype}")
+    shape = tuple(mask.shape)
+    if len(shape) != len(expected) or any(
+        static(got) is not None and want is not None and got not in (want, 1)
+        for got, want in zip(shape, expected)
+    ):
+        _call_fail(owner, name, f"shape {expected}", f"shape {shape}")
