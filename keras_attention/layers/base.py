@@ -210,6 +210,16 @@ class BaseAttention(keras.layers.Layer):
         score, query_in, key_in, params = self._score(query_features, key_features)
         path = self._choose_path(score, query_in, value_features, masks, dropout,
                                  return_attention_scores)
+        # Only masked calls need the guard; with `value_mask` alone, masked
+        # positions were zeroed before projection (`project_memory`). The
+        # chunked path guards itself.
+        guard = path != "chunked" and (
+            use_causal_mask or query_mask is not None or attention_mask is not None
+        )
+        if guard:
+            key_in, value_features, hits = masks_lib.guard_memory(
+                key_in, value_features, ops.shape(query_in)[-2], **masks
+            )
         weights = None
         if path == "exact":
             logits = score.logits(score.prepare(query_in), key_in, *params)
@@ -235,6 +245,8 @@ class BaseAttention(keras.layers.Layer):
                 seed=self.seed_generator if dropout else None,
                 block_size=self.block_size,
             )
+        if guard:
+            context = masks_lib.poison(context, hits)
         if single_step:  # (B, [H,] 1, ·) -> (B, [H,] ·)
             context = ops.squeeze(context, -2)
             weights = None if weights is None else ops.squeeze(weights, -2)

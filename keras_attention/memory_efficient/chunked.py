@@ -13,6 +13,7 @@ from typing import Optional
 
 from keras import ops
 
+from keras_attention import masks as masks_lib
 from keras_attention import validation
 from keras_attention.memory_efficient.dropout import TileDropout
 from keras_attention.memory_efficient.tiles import Plan
@@ -122,6 +123,12 @@ def chunked_attention(
     if tq == 0 or tv == 0:  # nothing to attend to: zero context, as for a masked row
         context = ops.zeros((*ops.shape(query)[:-1], ops.shape(value)[-1]), value.dtype)
         return context if heads else ops.squeeze(context, 1)
+    masks = dict(query_mask=query_mask, value_mask=value_mask, attention_mask=attention_mask)
+    guard = use_causal_mask or any(mask is not None for mask in masks.values())
+    if guard:  # a NaN where a query may not look must not reach it
+        key, value, hits = masks_lib.guard_memory(
+            key, value, tq, use_causal_mask=use_causal_mask, **masks
+        )
     plan = Plan(tq, tv, block_size, bool(use_causal_mask))
     tiles = Tiles(
         score,
@@ -146,4 +153,6 @@ def chunked_attention(
         return output, grad
 
     context = attention(query, key, value, *params)
+    if guard:
+        context = masks_lib.poison(context, hits)
     return context if heads else ops.squeeze(context, 1)
