@@ -136,13 +136,15 @@ def study_tensorflow(args) -> None:
     for form in ("matmul", "reduce"):
         for xla in (False, True):
             label = f"{form} core{' XLA' if xla else ''}, tf.function step"
-            steps[f"({'b' if xla else 'c'}) {label}"] = compiled_step(fast(form, xla), [ours], False)
+            step = compiled_step(fast(form, xla), [ours], False)
+            steps[f"({'b' if xla else 'c'}) {label}"] = step
     steps["(c) reduce form, hand-written backward, XLA core"] = compiled_step(
         fast("by_hand", True), [ours], False)
     steps["(c) ours exact layer, whole step XLA"] = compiled_step(
         lambda q, v: ours(q, v), [ours], jit=True)
     steps["(c) reduce core, whole step XLA"] = compiled_step(fast("reduce", False), [ours], True)
-    steps["(c) XLA core nested in whole-step XLA"] = compiled_step(fast("matmul", True), [ours], True)
+    steps["(c) XLA core nested in whole-step XLA"] = compiled_step(
+        fast("matmul", True), [ours], True)
     steps["(b) matmul core XLA, eager tape"] = eager_step(fast("matmul", True), ours)
     steps["(b) reduce core XLA, eager tape"] = eager_step(fast("reduce", True), ours)
     steps["keras AdditiveAttention, eager tape"] = eager_step(lambda q, v: theirs([q, v]), theirs)

@@ -125,7 +125,8 @@ def peak_memory_mib(name: str, side: str, args) -> float:
 
 
 def _shape_args(args) -> list[str]:
-    flags = ["--batch", args.batch, "--length", args.length, "--dim", args.dim, "--heads", args.heads]
+    flags = ["--batch", args.batch, "--length", args.length, "--dim", args.dim,
+             "--heads", args.heads]
     return [str(f) for f in flags] + (["--xla"] if args.xla else [])
 
 
@@ -186,7 +187,8 @@ def main(argv=None) -> None:
             if not args.no_memory:
                 ours, theirs = (peak_memory_mib(name, side, args) for side in ("ours", "keras"))
                 memory = f"| {ours:.0f} | {theirs:.0f} | {ours / max(theirs, 1e-9):.2f}"
-            print(f"| {name} | {'yes' if xla else 'no'} | {times['ours']:.1f} | {times['keras']:.1f} "
+            print(f"| {name} | {'yes' if xla else 'no'} "
+                  f"| {times['ours']:.1f} | {times['keras']:.1f} "
                   f"| {times['ours'] / times['keras']:.2f} {memory} |", flush=True)
 
 
