@@ -35,33 +35,40 @@ PAIRS = ("luong_dot", "bahdanau", "scaled_dot", "multi_head")
 SCOPE = "attention"
 
 
-def make_pair(name: str, d: int, heads: int):
-    """(ours, theirs): callables (q, v) -> output of the same math."""
+def make_pair(name: str, d: int, heads: int, implementation: str = "auto", dtype=None):
+    """(ours, theirs, layers): callables (q, v) -> output of the same math.
+
+    `layers` lists ours first (if it is a layer), then Keras's; `implementation`
+    and `dtype` go to our layer (`dtype` to Keras's too). Backend-neutral: the
+    name scope is `keras.name_scope`, a `tf.name_scope` on TensorFlow.
+    """
     import keras
 
     import keras_attention as ka
 
+    options = dict(name=SCOPE, dtype=dtype)
+    ours_options = dict(options, implementation=implementation)
     if name == "luong_dot":
-        ours, theirs = ka.LuongAttention(name=SCOPE), keras.layers.Attention(name=SCOPE)
+        ours, theirs = ka.LuongAttention(**ours_options), keras.layers.Attention(**options)
         return (lambda q, v: ours(q, v)), (lambda q, v: theirs([q, v])), (ours, theirs)
     if name == "bahdanau":
         # AdditiveAttention has no projections; ours projects with units=d.
-        ours = ka.BahdanauAttention(units=d, name=SCOPE)
-        theirs = keras.layers.AdditiveAttention(name=SCOPE)
+        ours = ka.BahdanauAttention(units=d, **ours_options)
+        theirs = keras.layers.AdditiveAttention(**options)
         return (lambda q, v: ours(q, v)), (lambda q, v: theirs([q, v])), (ours, theirs)
     if name == "scaled_dot":
-        import tensorflow as tf
-
-        ours = ka.ScaledDotProduct(name=SCOPE)
+        ours = ka.ScaledDotProduct(**ours_options)
 
         def theirs_fn(q, v):  # (B, T, d) as one head: (B, T, 1, d)
-            with tf.name_scope(SCOPE):
+            with keras.name_scope(SCOPE):
                 return keras.ops.dot_product_attention(q[:, :, None], v[:, :, None], v[:, :, None])
 
         return (lambda q, v: ours(q, v)), theirs_fn, (ours,)
     if name == "multi_head":
-        ours = ka.MultiHead(num_heads=heads, key_dim=d // heads, name=SCOPE)
-        theirs = keras.layers.MultiHeadAttention(num_heads=heads, key_dim=d // heads, name=SCOPE)
+        ours = ka.MultiHead(num_heads=heads, key_dim=d // heads, **ours_options)
+        theirs = keras.layers.MultiHeadAttention(
+            num_heads=heads, key_dim=d // heads, **options
+        )
         return (lambda q, v: ours(q, v)), (lambda q, v: theirs(q, v)), (ours, theirs)
     raise ValueError(f"unknown pair {name!r}; expected one of {PAIRS}")
 
@@ -118,7 +125,8 @@ def peak_memory_mib(name: str, side: str, args) -> float:
 
 
 def _shape_args(args) -> list[str]:
-    flags = ["--batch", args.batch, "--length", args.length, "--dim", args.dim, "--heads", args.heads]
+    flags = ["--batch", args.batch, "--length", args.length, "--dim", args.dim,
+             "--heads", args.heads]
     return [str(f) for f in flags] + (["--xla"] if args.xla else [])
 
 
@@ -179,7 +187,8 @@ def main(argv=None) -> None:
             if not args.no_memory:
                 ours, theirs = (peak_memory_mib(name, side, args) for side in ("ours", "keras"))
                 memory = f"| {ours:.0f} | {theirs:.0f} | {ours / max(theirs, 1e-9):.2f}"
-            print(f"| {name} | {'yes' if xla else 'no'} | {times['ours']:.1f} | {times['keras']:.1f} "
+            print(f"| {name} | {'yes' if xla else 'no'} "
+                  f"| {times['ours']:.1f} | {times['keras']:.1f} "
                   f"| {times['ours'] / times['keras']:.2f} {memory} |", flush=True)
 
 
