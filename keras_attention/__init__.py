@@ -10,6 +10,8 @@ Public API:
   sparsemax / hardmax, the weighted sum) and `keras_attention.masks`.
 - Long sequences: `keras_attention.memory_efficient` (chunked and fused
   attention in O(T) memory, and the rule that picks a path).
+- Saving: `keras_attention.saving.load_model`, Keras's loader with clear
+  errors for damaged files and classes of packages not imported.
 - Plots: `plot_attention`, `plot_heads`, `reduce_heads`,
   `save_attention_html` (matplotlib is imported only when plotting).
 """
@@ -20,6 +22,7 @@ from keras_attention import masks
 from keras_attention import memory_efficient
 from keras_attention import ops
 from keras_attention import plotting
+from keras_attention import saving
 from keras_attention import scores
 from keras_attention.layers import AttentionRNN
 from keras_attention.layers import AttentionRNNCell
@@ -49,6 +52,7 @@ __all__ = [
     "plotting",
     "reduce_heads",
     "save_attention_html",
+    "saving",
     "scores",
     "__version__",
 ]
