@@ -151,7 +151,7 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         return ops.transpose(x, (0, 2, 1, 3))  # (B, heads, T, d)
 
     def _key_value_heads(self, key, value, positions=None):
-        """Projected `(B, Hkv, Tv, dk)` keys (rotated at `positions`, default `0..Tv-1`) and values."""
+        """`(B, Hkv, Tv, dk)` keys, rotated at `positions` (default `0..Tv-1`), and values."""
         key = self._split_heads(self.key_dense(key), self._kv_heads)  # (B, Hkv, Tv, dk)
         value = self._split_heads(self.value_dense(value), self._kv_heads)  # (B, Hkv, Tv, dv)
         if self.rotary:
