@@ -160,6 +160,8 @@ def test_saved_model_file_round_trip(tmp_path, rng):
 def test_bad_arguments_raise(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+    with pytest.raises(TypeError, match="rotary"):
+        MultiHead(2, 4, rotary="yes")
 
 
 @pytest.mark.parametrize(

@@ -117,7 +117,9 @@ class MultiHead(KernelArgsMixin, BaseAttention):
                 f"num_key_value_heads={num_key_value_heads}"
             )
         self.use_bias = bool(use_bias)
-        self.rotary = bool(rotary)
+        if not isinstance(rotary, bool):
+            validation.fail("MultiHead", "rotary", "True or False", rotary, error=TypeError)
+        self.rotary = rotary
         self.rotary_base = validation.number("MultiHead", "rotary_base", rotary_base)
         if self.rotary_base <= 0:
             validation.fail("MultiHead", "rotary_base", "a positive number", rotary_base)
