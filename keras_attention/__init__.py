@@ -5,6 +5,8 @@ Public API:
 - Layers: `BahdanauAttention`, `LuongAttention`, `ScaledDotProduct`, `MultiHead`,
   `AttentionRNNCell` (input-feeding decoder cell around any of them) and
   `AttentionRNN` (the RNN layer that runs it over a memory).
+- Positions: `SinusoidalPositionalEncoding`, `LearnedPositionalEmbedding`,
+  and rotary embeddings (`keras_attention.rotary`, `MultiHead(rotary=True)`).
 - Pure math: `keras_attention.scores` (each score defined once, for every
   path), `keras_attention.ops` (scores as functions, masked softmax /
   sparsemax / hardmax, the weighted sum) and `keras_attention.masks`.
@@ -22,15 +24,18 @@ from keras_attention import masks
 from keras_attention import memory_efficient
 from keras_attention import ops
 from keras_attention import plotting
+from keras_attention import rotary
 from keras_attention import saving
 from keras_attention import scores
 from keras_attention.layers import AttentionRNN
 from keras_attention.layers import AttentionRNNCell
 from keras_attention.layers import BahdanauAttention
 from keras_attention.layers import BaseAttention
+from keras_attention.layers import LearnedPositionalEmbedding
 from keras_attention.layers import LuongAttention
 from keras_attention.layers import MultiHead
 from keras_attention.layers import ScaledDotProduct
+from keras_attention.layers import SinusoidalPositionalEncoding
 from keras_attention.plotting import plot_attention
 from keras_attention.plotting import plot_heads
 from keras_attention.plotting import reduce_heads
@@ -41,9 +46,11 @@ __all__ = [
     "AttentionRNNCell",
     "BahdanauAttention",
     "BaseAttention",
+    "LearnedPositionalEmbedding",
     "LuongAttention",
     "MultiHead",
     "ScaledDotProduct",
+    "SinusoidalPositionalEncoding",
     "masks",
     "memory_efficient",
     "ops",
@@ -51,6 +58,7 @@ __all__ = [
     "plot_heads",
     "plotting",
     "reduce_heads",
+    "rotary",
     "save_attention_html",
     "saving",
     "scores",

@@ -86,3 +86,32 @@ def additive_scores(qp, kp, v, b=None):
 def attend(logits, value, mask=None, probability_fn="softmax"):
     weights = NORMALIZERS[probability_fn](logits, mask)
     return np.einsum("...qk,...kd->...qd", weights, value), weights
+
+
+def sinusoid(positions, features, base=10000.0):
+    """PE[pos, 2i] = sin(pos / base^(2i/d)), PE[pos, 2i+1] = cos(...), one entry at a time."""
+    out = np.zeros((len(positions), features))
+    for row, position in enumerate(positions):
+        for k in range(features):
+            angle = position / base ** (2 * (k // 2) / features)
+            out[row, k] = np.sin(angle) if k % 2 == 0 else np.cos(angle)
+    return out
+
+
+def rotate_half(x, positions, base=10000.0):
+    """RoPE, rotate-half pairing: features (k, k + d/2) turned by a 2x2 rotation.
+
+    The angle of pair k at position p is p / base^(2k/d); `positions`
+    broadcasts against `x.shape[:-1]`.
+    """
+    x = np.asarray(x, np.float64)
+    half = x.shape[-1] // 2
+    positions = np.broadcast_to(positions, x.shape[:-1])
+    out = np.empty_like(x)
+    for index in np.ndindex(*x.shape[:-1]):
+        for k in range(half):
+            theta = positions[index] / base ** (2 * k / x.shape[-1])
+            rotation = np.array([[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]])
+            pair = rotation @ np.array([x[index + (k,)], x[index + (k + half,)]])
+            out[index + (k,)], out[index + (k + half,)] = pair
+    return out

@@ -6,6 +6,8 @@ from keras_attention.layers.bahdanau import BahdanauAttention
 from keras_attention.layers.base import BaseAttention
 from keras_attention.layers.luong import LuongAttention
 from keras_attention.layers.multi_head import MultiHead
+from keras_attention.layers.positional import LearnedPositionalEmbedding
+from keras_attention.layers.positional import SinusoidalPositionalEncoding
 from keras_attention.layers.scaled_dot_product import ScaledDotProduct
 
 __all__ = [
@@ -13,7 +15,9 @@ __all__ = [
     "AttentionRNNCell",
     "BaseAttention",
     "BahdanauAttention",
+    "LearnedPositionalEmbedding",
     "LuongAttention",
     "MultiHead",
     "ScaledDotProduct",
+    "SinusoidalPositionalEncoding",
 ]
