@@ -2,9 +2,9 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
+import keras
+import numpy as np
+import pytest
 
 BACKEND = keras.backend.backend()
 
@@ -13,15 +13,50 @@ def pytest_addoption(parser):
     parser.addoption("--run-slow", action="store_true", help="also run tests marked slow")
 
 
-EXAMPLES = os.path.join(os.path.dirname(__file__), "examples")
+TESTS = os.path.dirname(os.path.abspath(__file__))
+EXAMPLES = os.path.join(TESTS, "examples")
+
+# CI runs the suite once per backend (tensorflow, jax, torch). Tests that never
+# hand a backend tensor to Keras (NumPy-only plots, HTML files, a browser) give
+# the same result on all three, so they run under tensorflow only. Entries are
+# node ids relative to tests/: a module, or one test (parametrizations
+# included). A module can also declare `pytestmark = pytest.mark.backend_independent`.
+BACKEND_INDEPENDENT = (
+    "test_plotting.py",
+    "test_plotting_html.py",
+)
+# Tests inside those modules that do pass backend tensors: they run everywhere.
+BACKEND_DEPENDENT = (
+    "test_plotting.py::test_accepts_backend_tensors",
+    "test_plotting_html.py::test_page_needs_no_matplotlib",
+)
+
+
+def _listed(item, node_ids):
+    path = os.path.relpath(str(item.path), TESTS).replace(os.sep, "/")
+    name = f"{path}::{getattr(item, 'originalname', item.name)}"
+    return any(node_id in (path, name) for node_id in node_ids)
+
+
+def _backend_independent(item):
+    if _listed(item, BACKEND_DEPENDENT):
+        return False
+    return "backend_independent" in item.keywords or _listed(item, BACKEND_INDEPENDENT)
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if str(item.path).startswith(EXAMPLES) and BACKEND != "tensorflow":
-            # The NMT example is TensorFlow-based (tf.data, SavedModel export);
-            # its tests run once, under KERAS_BACKEND=tensorflow.
-            item.add_marker(pytest.mark.skip(reason="examples run on the TensorFlow backend"))
+        if BACKEND != "tensorflow":
+            if str(item.path).startswith(EXAMPLES):
+                # The NMT example is TensorFlow-based (tf.data, SavedModel export);
+                # its tests run once, under KERAS_BACKEND=tensorflow.
+                item.add_marker(pytest.mark.skip(reason="examples run on the TensorFlow backend"))
+            elif _backend_independent(item):
+                item.add_marker(
+                    pytest.mark.skip(
+                        reason="backend-independent: runs once, under KERAS_BACKEND=tensorflow"
+                    )
+                )
         if "slow" in item.keywords and not config.getoption("--run-slow"):
             item.add_marker(pytest.mark.skip(reason="slow; run with --run-slow"))
         if "tf_only" in item.keywords and BACKEND != "tensorflow":

@@ -190,7 +190,8 @@ def test_builtin_cross_checks(rng):
     q, v = rng.normal(size=(2, 3, 4)).astype("float32"), rng.normal(size=(2, 5, 4)).astype("float32")
     value_mask = np.array([[True] * 5, [True, True, True, False, False]])
     ours = keras_attention.LuongAttention()(q, v, value_mask=value_mask)
-    theirs = keras.layers.Attention()([q, v], mask=[None, value_mask])
+    # (B, 1, Tv): Keras before 3.12 does not broadcast a (B, Tv) mask when Tq != Tv.
+    theirs = keras.layers.Attention()([q, v], mask=[None, value_mask[:, None, :]])
     np.testing.assert_allclose(to_numpy(ours), to_numpy(theirs), atol=1e-5)
 
     qh, kh, vh = (rng.normal(size=(2, 3, 2, 4)).astype("float32") for _ in range(3))
