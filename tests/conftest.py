@@ -8,6 +8,15 @@ import pytest
 
 BACKEND = keras.backend.backend()
 
+if BACKEND == "jax":
+    # The float32 tolerances of this suite (1e-5) assume IEEE float32 matrix
+    # products. JAX multiplies float32 matrices in TF32 by default on NVIDIA
+    # GPUs (about 1e-3 relative error), which failed seven float32 tests on an
+    # H200 (issue 10); docs/precision.md says what users get by default.
+    import jax
+
+    jax.config.update("jax_default_matmul_precision", "highest")
+
 
 def pytest_addoption(parser):
     parser.addoption("--run-slow", action="store_true", help="also run tests marked slow")
