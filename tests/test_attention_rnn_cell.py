@@ -59,7 +59,8 @@ def test_state_by_name_round_trip(rnn, rng):
     inner = keras.layers.GRUCell(units) if rnn == "gru" else keras.layers.LSTMCell(units)
     cell = AttentionRNNCell(inner, MultiHead(2, 4), attention_layer_size=5)
     encoder, mask = memory(rng)
-    first = [rng.normal(size=(2, units)).astype("float32") for _ in range(2 if rnn == "lstm" else 1)]
+    count = 2 if rnn == "lstm" else 1
+    first = [rng.normal(size=(2, units)).astype("float32") for _ in range(count)]
     states = cell.initial_state(encoder, value_mask=mask, cell_state=first)
     state = cell.unpack_state(states)
     assert len(state.cell_states) == len(first)

@@ -186,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     try:
         model, vocabularies = runs.load_run(args.model)
         split = data.splits_from_args(args)[args.split]
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, runs.RunError) as error:
         runs.fail(parser.prog, str(error))
     metrics, _ = evaluate(
         model, split, vocabularies,

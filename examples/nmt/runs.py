@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import csv
+import glob
 import io
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
@@ -27,6 +29,12 @@ CONFIG = "config.json"
 MODEL = "model.keras"
 METRICS = "metrics.json"
 HISTORY = "history.csv"
+TRAINING = "training.json"
+# Flags that may change between a run and its resumption.
+RESUME_IRRELEVANT = frozenset({
+    "output_dir", "overwrite", "data_dir", "strategy", "samples", "no_export", "no_evaluate",
+    "beam_size", "length_penalty", "coverage_penalty", "max_decode_length",
+})
 
 
 class RunError(Exception):
@@ -114,6 +122,44 @@ def write_history(rows: Sequence[dict[str, Any]], path: str) -> None:
     writer.writeheader()
     writer.writerows(rows)
     _replace(path, buffer.getvalue())
+
+
+def prepare_output_dir(args: argparse.Namespace, outputs: Sequence[str]) -> bool:
+    """Refuses a used ``--output-dir`` unless resuming or ``--overwrite``; True on a resume.
+
+    ``--overwrite`` deletes the names (glob patterns) in ``outputs``, nothing else.
+    Writes ``config.json``.
+    """
+    out = args.output_dir
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise RunError(f"--output-dir {out} is a file, not a folder")
+    used = os.path.isdir(out) and bool(os.listdir(out))
+    if used and args.overwrite:
+        for pattern in outputs:
+            for path in glob.glob(os.path.join(glob.escape(out), pattern)):
+                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+    elif used:
+        saved = load_config(out)
+        if saved is None:
+            raise RunError(
+                f"--output-dir {out} is not empty and holds no run of this script (no "
+                f"{CONFIG}); choose another folder, or pass --overwrite to write into it"
+            )
+        current = vars(args)
+        differing = [
+            f"--{key.replace('_', '-')} {saved.get(key)!r} there, {current.get(key)!r} here"
+            for key in sorted((set(saved) | set(current)) - RESUME_IRRELEVANT)
+            if saved.get(key) != current.get(key)
+        ]
+        if differing:
+            raise RunError(
+                f"--output-dir {out} holds a run with other settings ({'; '.join(differing)}); "
+                "rerun with its settings to resume it, choose another folder, or pass "
+                "--overwrite to replace it"
+            )
+    os.makedirs(out, exist_ok=True)
+    write_json(vars(args), os.path.join(out, CONFIG))
+    return used and not args.overwrite
 
 
 def plot_history(path: str, output: str) -> None:

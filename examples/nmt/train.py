@@ -27,7 +27,6 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 import argparse
-import glob
 import importlib.util
 import json
 import shutil
@@ -44,6 +43,12 @@ from examples.nmt.checkpointing import RunCheckpoint
 from examples.nmt.model import ATTENTIONS, DECODERS, RNNS, build_model
 
 DEFAULT_OUTPUT_DIR = os.path.join("runs", "nmt")
+# What a run writes into its folder; --overwrite deletes these and nothing else.
+OUTPUTS = (
+    runs.CONFIG, runs.MODEL, runs.METRICS, runs.HISTORY, runs.TRAINING, "source_vocabulary.txt",
+    "target_vocabulary.txt", "training_curves.png", "attention_*.png", "attention_*.html",
+    "saved_model", "backup", "logs", "checkpoint.weights.h5",
+)
 
 
 @keras.saving.register_keras_serializable(package="examples_nmt")
@@ -77,20 +82,6 @@ class _Interrupt(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         if epoch == self.epoch:
             raise KeyboardInterrupt(f"interrupted after epoch {epoch + 1}")
-
-
-# Flags that may change between a run and its resumption.
-RESUME_IRRELEVANT = frozenset({
-    "output_dir", "overwrite", "data_dir", "strategy", "samples", "no_export", "no_evaluate",
-    "beam_size", "length_penalty", "coverage_penalty", "max_decode_length",
-})
-TRAINING = "training.json"
-# What a run writes into its folder; --overwrite deletes these and nothing else.
-OUTPUTS = (
-    runs.CONFIG, runs.MODEL, runs.METRICS, runs.HISTORY, TRAINING, "source_vocabulary.txt",
-    "target_vocabulary.txt", "training_curves.png", "attention_*.png", "attention_*.html",
-    "saved_model", "backup", "logs", "checkpoint.weights.h5",
-)
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -155,40 +146,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     check_args(parser, args)
     return args
-
-
-def prepare_output_dir(args: argparse.Namespace) -> bool:
-    """Refuses a used ``--output-dir`` unless resuming or ``--overwrite``; True on a resume."""
-    out = args.output_dir
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise runs.RunError(f"--output-dir {out} is a file, not a folder")
-    used = os.path.isdir(out) and bool(os.listdir(out))
-    if used and args.overwrite:
-        for pattern in OUTPUTS:
-            for path in glob.glob(os.path.join(glob.escape(out), pattern)):
-                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
-    elif used:
-        saved = runs.load_config(out)
-        if saved is None:
-            raise runs.RunError(
-                f"--output-dir {out} is not empty and holds no run of this script (no "
-                f"{runs.CONFIG}); choose another folder, or pass --overwrite to write into it"
-            )
-        current = vars(args)
-        differing = [
-            f"--{key.replace('_', '-')} {saved.get(key)!r} there, {current.get(key)!r} here"
-            for key in sorted((set(saved) | set(current)) - RESUME_IRRELEVANT)
-            if saved.get(key) != current.get(key)
-        ]
-        if differing:
-            raise runs.RunError(
-                f"--output-dir {out} holds a run with other settings ({'; '.join(differing)}); "
-                "rerun with its settings to resume it, choose another folder, or pass "
-                "--overwrite to replace it"
-            )
-    os.makedirs(out, exist_ok=True)
-    runs.write_json(vars(args), os.path.join(out, runs.CONFIG))
-    return used and not args.overwrite
 
 
 def load_splits(args: argparse.Namespace) -> data.Splits:
@@ -274,12 +231,12 @@ def train(
     """
     runs.require_tensorflow_backend()
     start = time.perf_counter()
-    resuming = prepare_output_dir(args)
+    resuming = runs.prepare_output_dir(args, OUTPUTS)
     keras.utils.set_random_seed(args.seed)
     splits = load_splits(args)
     vocabularies = data.build_vocabularies(splits["train"], max_size=args.vocab_size)
     vocabularies.save(args.output_dir)
-    training_path = os.path.join(args.output_dir, TRAINING)
+    training_path = os.path.join(args.output_dir, runs.TRAINING)
     if resuming and os.path.isfile(training_path):
         print(f"Training of the run in {args.output_dir} is done: evaluating and exporting it.")
         model, _ = runs.load_run(args.output_dir)
@@ -365,7 +322,7 @@ def fit(
     print(f"Best epoch: {summary['best_epoch']} of {summary['epochs']} "
           f"(val_loss {summary['best_val_loss']:.4f}); model.keras holds its weights.")
     save_model(model, os.path.join(out, runs.MODEL))
-    runs.write_json(summary, os.path.join(out, TRAINING))  # training is done
+    runs.write_json(summary, os.path.join(out, runs.TRAINING))  # training is done
     shutil.rmtree(backup)
     return model, summary
 
@@ -399,7 +356,7 @@ def finish(
             export.export_translator(
                 model, vocabularies, path, args.max_decode_length, args.max_length
             )
-        except Exception as error:  # noqa: BLE001  (any failure: one clear line)
+        except Exception as error:  # any failure: one clear line
             raise runs.RunError(
                 f"could not write the SavedModel to {path} ({type(error).__name__}: "
                 f"{str(error).splitlines()[0] if str(error) else ''}); {metrics_path} and "

@@ -291,7 +291,8 @@ class AttentionRNNCell(keras.layers.Layer):
         key_features, value_features, memory_mask = states[count + 2 :]
         cell_input = ops.concatenate([inputs, ops.cast(previous_attention, inputs.dtype)], -1)
         cell_output, new_cell_states = self.cell(cell_input, cell_states, training=training)
-        new_cell_states = new_cell_states if isinstance(new_cell_states, (list, tuple)) else [new_cell_states]
+        if not isinstance(new_cell_states, (list, tuple)):
+            new_cell_states = [new_cell_states]
         context, weights = self.attention.attend(
             cell_output, key_features, value_features,
             value_mask=ops.greater(memory_mask, 0.5),
@@ -303,7 +304,9 @@ class AttentionRNNCell(keras.layers.Layer):
         outputs = [cell_output, attention]
         if self.return_attention_weights:
             outputs.append(ops.reshape(weights, (ops.shape(weights)[0], -1)))  # (B, [H*]Tv)
-        new_states = [*new_cell_states, attention, weights, key_features, value_features, memory_mask]
+        new_states = [
+            *new_cell_states, attention, weights, key_features, value_features, memory_mask
+        ]
         return ops.concatenate(outputs, -1), new_states
 
     def get_config(self):
