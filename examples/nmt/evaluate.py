@@ -175,7 +175,9 @@ def add_decoding_arguments(parser: argparse.ArgumentParser, default_max_length: 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     """Scores a saved run (``model.keras`` + vocabularies) on a split."""
-    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m examples.nmt.evaluate", description=main.__doc__
+    )
     parser.add_argument("--model", default="runs/nmt", help="a train.py output dir")
     parser.add_argument("--split", default="test", choices=data.SPLITS)
     parser.add_argument("--batch-size", type=runs.integer_at_least(1), default=256)
