@@ -48,7 +48,45 @@ def test_rnn_pass_equals_step_by_step(name, layer_size, rng):
     for t in range(4):
         output, states = cell(inputs[:, t], states)
         np.testing.assert_allclose(to_numpy(output), full[:, t], atol=1e-5)
-    np.testing.assert_allclose(to_numpy(states[-4]).reshape(2, heads, 6), weights[:, -1], atol=1e-6)
+    np.testing.assert_allclose(
+        to_numpy(cell.attention_weights(states)).reshape(2, heads, 6), weights[:, -1], atol=1e-6
+    )
+
+
+@pytest.mark.parametrize("rnn", ["gru", "lstm"])
+def test_state_by_name_round_trip(rnn, rng):
+    units = 12
+    inner = keras.layers.GRUCell(units) if rnn == "gru" else keras.layers.LSTMCell(units)
+    cell = AttentionRNNCell(inner, MultiHead(2, 4), attention_layer_size=5)
+    encoder, mask = memory(rng)
+    count = 2 if rnn == "lstm" else 1
+    first = [rng.normal(size=(2, units)).astype("float32") for _ in range(count)]
+    states = cell.initial_state(encoder, value_mask=mask, cell_state=first)
+    state = cell.unpack_state(states)
+    assert len(state.cell_states) == len(first)
+    for got, expected in zip(state.cell_states, first):
+        np.testing.assert_array_equal(to_numpy(got), expected)
+    np.testing.assert_array_equal(to_numpy(state.mask), mask)
+    assert tuple(state.attention.shape) == (2, 5)
+    np.testing.assert_array_equal(to_numpy(state.attention), 0.0)
+    assert tuple(state.weights.shape) == (2, 2, 6)
+    keys, values = cell.attention.project_memory(encoder, encoder)
+    np.testing.assert_allclose(to_numpy(state.keys), to_numpy(keys), atol=1e-6)
+    np.testing.assert_allclose(to_numpy(state.values), to_numpy(values), atol=1e-6)
+    packed = cell.pack_state(state)
+    for got, expected in zip(packed, states):
+        np.testing.assert_array_equal(to_numpy(got), to_numpy(expected))
+    x = rng.normal(size=(2, 3)).astype("float32")
+    output, new_states = cell(x, packed)
+    new = cell.unpack_state(new_states)
+    np.testing.assert_allclose(to_numpy(output)[:, -5:], to_numpy(new.attention), atol=1e-6)
+    np.testing.assert_allclose(to_numpy(new.weights).sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(to_numpy(new.weights)[1, :, 3:], 0.0)
+    expected = len(states)
+    with pytest.raises(ValueError, match=f"expected {expected} states.*Received: {expected - 1}"):
+        cell.unpack_state(states[:-1])
+    with pytest.raises(TypeError, match="AttentionRNNState"):
+        cell.pack_state(list(states))
 
 
 def test_input_feeding_uses_the_previous_attention(rng):
@@ -57,8 +95,10 @@ def test_input_feeding_uses_the_previous_attention(rng):
     states = cell.initial_state(encoder, value_mask=mask)
     x = rng.normal(size=(2, 3)).astype("float32")
     _, after_one = cell(x, states)
-    fed = list(states)
-    fed[1] = after_one[1]  # only a_{t-1} differs
+    # only a_{t-1} differs
+    fed = cell.pack_state(cell.unpack_state(states)._replace(
+        attention=cell.unpack_state(after_one).attention
+    ))
     out_zero, _ = cell(x, states)
     out_fed, _ = cell(x, fed)
     assert not np.allclose(to_numpy(out_zero), to_numpy(out_fed))
@@ -138,8 +178,22 @@ def test_memory_mask_comes_from_the_keras_mask(rng):
 
 
 def test_bad_arguments():
-    with pytest.raises(TypeError, match="`attention` must be a Keras layer"):
+    with pytest.raises(TypeError, match="`attention` must be an attention layer"):
         AttentionRNNCell(keras.layers.GRUCell(4), "bahdanau")
+    with pytest.raises(TypeError, match="BaseAttention.*Received: <Dense"):
+        AttentionRNNCell(keras.layers.GRUCell(4), keras.layers.Dense(4))
+    with pytest.raises(TypeError, match="`cell` must be a Keras layer"):
+        AttentionRNNCell("gru", ScaledDotProduct())
+    with pytest.raises(TypeError, match="attention_layer_size=True"):
+        AttentionRNNCell(keras.layers.GRUCell(4), ScaledDotProduct(), attention_layer_size=True)
+    with pytest.raises(TypeError, match="attention_layer_size=4.0"):
+        AttentionRNNCell(keras.layers.GRUCell(4), ScaledDotProduct(), attention_layer_size=4.0)
+    numpy_size = AttentionRNNCell(
+        keras.layers.GRUCell(4), ScaledDotProduct(), attention_layer_size=np.int64(4)
+    )
+    assert numpy_size.attention_layer_size == 4
+    assert type(numpy_size.attention_layer_size) is int  # JSON-serializable config
+    assert numpy_size.get_config()["attention_layer_size"] == 4
     with pytest.raises(ValueError, match="attention_layer_size"):
         AttentionRNNCell(keras.layers.GRUCell(4), ScaledDotProduct(), attention_layer_size=0)
     cell = AttentionRNNCell(keras.layers.GRUCell(4), ScaledDotProduct())

@@ -8,9 +8,11 @@ Modules:
     tsv: the Tatoeba/Anki ``English<TAB>Other`` format.
     dates, date_normalization: the offline date task and its TFDS builder.
     decoding: greedy and beam search over a ``step_fn``.
-    model: ``build_model`` (Luong- and Bahdanau-style decoders) and
-        ``Seq2SeqDecoder`` (a ``step_fn`` with cached memory).
+    model: ``Seq2Seq``/``build_model`` (Luong- and Bahdanau-style decoders)
+        with ``initial_state`` and ``step(ids, state, memory)``; ``step_fn``.
     train: ``python -m examples.nmt.train``: training, evaluation, export.
+    checkpointing: resumable training (``RunCheckpoint``).
+    runs: a run's folder: loading, safe writes, plots, CLI helpers.
     evaluate: BLEU, chrF, exact match and alignment accuracy of a split.
     export: the ``translate(strings)`` SavedModel.
     translate: ``python -m examples.nmt.translate --model DIR "sentence" ...``.

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from examples.nmt import date_normalization, tsv
+from examples.nmt import date_normalization, runs, tsv
 from examples.nmt.batching import (  # noqa: F401  (re-exported)
     alignment_matrix,
     encode_texts,
@@ -229,10 +229,29 @@ def _tsv_splits(
         target_lang is not None and target_lang not in _ENGLISH
     )
     sources, targets = zip(*(pair if english_first else pair[::-1] for pair in pairs), strict=True)
+    _check_split_sizes(path, list(sources), fraction)
     examples = tf.data.Dataset.from_tensor_slices(
         {"source": list(sources), "target": list(targets)}
     )
     return split_by_hash(examples, ["validation", "test"], fraction)
+
+
+def _check_split_sizes(path: str, sources: list[str], fraction: float) -> None:
+    """Raises unless ``split_by_hash`` gives every split at least one of ``sources``."""
+    width = round(fraction * _HASH_BUCKETS)
+    buckets = _hash_bucket(tf.constant(sources)).numpy()
+    counts = {
+        "validation": int((buckets < width).sum()),
+        "test": int(((buckets >= width) & (buckets < 2 * width)).sum()),
+    }
+    counts["train"] = len(sources) - counts["validation"] - counts["test"]
+    if min(counts.values()) == 0:
+        raise tsv.TsvFormatError(
+            f"{path}: {len(sources)} sentence pairs give {counts['train']} training, "
+            f"{counts['validation']} validation and {counts['test']} test examples; every "
+            f"split needs one (validation and test each take ~{fraction:.0%} of the distinct "
+            "sources, by hash): use a larger file"
+        )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -245,7 +264,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", help="TFDS data dir (default: TFDS's own)")
     parser.add_argument("--source-lang", help="source language key, where ambiguous")
     parser.add_argument("--target-lang", help="target language key, where ambiguous")
-    parser.add_argument("--max-examples", type=int, help="keep this many examples a split")
+    parser.add_argument("--max-examples", type=runs.integer_at_least(1),
+                        help="keep this many examples a split")
 
 
 def splits_from_args(args: argparse.Namespace) -> Splits:

@@ -254,7 +254,7 @@ def greedy_search(
         initial_state: nested tensors, first dimension ``B`` (at least one).
         start_id: the token fed at step 0.
         end_id: the token that ends a hypothesis.
-        max_length: the most steps (a Python int).
+        max_length: the most steps (a Python int or an int32 scalar tensor).
         pad_id: the id written after the end.
 
     Returns:

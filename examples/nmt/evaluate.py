@@ -1,7 +1,7 @@
 """Decoding a split and scoring it: BLEU, chrF, exact match, alignment accuracy.
 
 ``evaluate`` translates a split greedily or with beam search (through
-``examples.nmt.decoding`` and ``model.Seq2SeqDecoder``) and returns corpus
+``examples.nmt.decoding`` and ``Seq2Seq.step``) and returns corpus
 BLEU and chrF (sacrebleu, on standardized text: lower-cased, tokens split by
 spaces), exact-match accuracy and, for data with gold alignments (the date
 task), attention alignment accuracy: the share of output tokens whose
@@ -26,8 +26,8 @@ import numpy as np
 import sacrebleu
 import tensorflow as tf
 
-from examples.nmt import data, decoding
-from examples.nmt.model import Seq2SeqDecoder
+from examples.nmt import data, decoding, runs
+from examples.nmt.model import Seq2Seq, step_fn
 
 
 def alignment_accuracy(
@@ -57,7 +57,7 @@ def alignment_accuracy(
 
 
 def make_translate_fn(
-    decoder: Seq2SeqDecoder,
+    model: Seq2Seq,
     *,
     beam_size: int = 1,
     length_penalty: float = 0.0,
@@ -68,13 +68,13 @@ def make_translate_fn(
 
     @tf.function(reduce_retracing=True, autograph=False)  # explicit tf.while_loop
     def translate(source_ids: tf.Tensor) -> decoding.SearchResult:
-        state = decoder.initial_state(source_ids)
+        state = model.initial_state(source_ids)
         common = dict(start_id=data.START_ID, end_id=data.END_ID, max_length=max_length)
         if beam_size == 1:
-            result = decoding.greedy_search(decoder.step, state, **common)
+            result = decoding.greedy_search(step_fn(model), state, **common)
         else:
             result = decoding.beam_search(
-                decoder.step, state, beam_size=beam_size,
+                step_fn(model), state, beam_size=beam_size,
                 length_penalty_alpha=length_penalty,
                 coverage_penalty_beta=coverage_penalty, **common,
             )
@@ -93,7 +93,7 @@ def _texts(split: tf.data.Dataset, key: str) -> list[str]:
 
 
 def evaluate(
-    model: Any,
+    model: Seq2Seq,
     split: tf.data.Dataset,
     vocabularies: data.Vocabularies,
     *,
@@ -102,6 +102,7 @@ def evaluate(
     length_penalty: float = 0.0,
     coverage_penalty: float = 0.0,
     max_length: int = 64,
+    max_source_length: int | None = None,
     samples: int = 3,
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Translates ``split`` and scores it.
@@ -110,16 +111,18 @@ def evaluate(
         ``(metrics, samples)``: metrics ``bleu``, ``chrf``, ``exact_match``,
         ``examples`` and, with gold alignments, ``alignment_accuracy``;
         the first ``samples`` translations with their source tokens, output
-        tokens and ``(T, Ts)`` attention, for plots.
+        tokens and ``(T, Ts)`` attention, for plots. Sources are cut at
+        ``max_source_length`` tokens (``max_length`` if None), outputs at
+        ``max_length``.
     """
     with_alignment = "alignment" in split.element_spec
     translate = make_translate_fn(
-        Seq2SeqDecoder(model), beam_size=beam_size, length_penalty=length_penalty,
+        model, beam_size=beam_size, length_penalty=length_penalty,
         coverage_penalty=coverage_penalty, max_length=max_length,
     )
     batches = data.make_batches(
         split, vocabularies, batch_size, with_alignment=with_alignment, cache=False,
-        max_length=max_length,
+        max_length=max_source_length or max_length,
     )
     hypotheses: list[str] = []
     correct = total = 0
@@ -161,34 +164,34 @@ def sample(
     return {"source": source, "target": target, "attention": attention}
 
 
-def save_metrics(metrics: dict[str, Any], path: str) -> None:
-    with open(path, "w", encoding="utf-8") as file:
-        json.dump(metrics, file, indent=2, sort_keys=True)
-        file.write("\n")
-
-
-def add_decoding_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--beam-size", type=int, default=1, help="1 = greedy search")
+def add_decoding_arguments(parser: argparse.ArgumentParser, default_max_length: Any = 64) -> None:
+    at_least_one = runs.integer_at_least(1)
+    parser.add_argument("--beam-size", type=at_least_one, default=1, help="1 = greedy search")
     parser.add_argument("--length-penalty", type=float, default=0.0, help="GNMT alpha")
     parser.add_argument("--coverage-penalty", type=float, default=0.0, help="GNMT beta")
-    parser.add_argument("--max-decode-length", type=int, default=64, help="most output tokens")
+    parser.add_argument("--max-decode-length", type=at_least_one, default=default_max_length,
+                        help="most output tokens")
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     """Scores a saved run (``model.keras`` + vocabularies) on a split."""
-    from examples.nmt import train  # noqa: PLC0415  (registers custom objects)
-
-    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m examples.nmt.evaluate", description=main.__doc__
+    )
     parser.add_argument("--model", default="runs/nmt", help="a train.py output dir")
     parser.add_argument("--split", default="test", choices=data.SPLITS)
-    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--batch-size", type=runs.integer_at_least(1), default=256)
     data.add_arguments(parser)
     add_decoding_arguments(parser)
     args = parser.parse_args(argv)
-    train.require_tensorflow_backend()
-    model, vocabularies = train.load_run(args.model)
+    runs.require_tensorflow_backend()
+    try:
+        model, vocabularies = runs.load_run(args.model)
+        split = data.splits_from_args(args)[args.split]
+    except (OSError, ValueError, runs.RunError) as error:
+        runs.fail(parser.prog, str(error))
     metrics, _ = evaluate(
-        model, data.splits_from_args(args)[args.split], vocabularies,
+        model, split, vocabularies,
         batch_size=args.batch_size, beam_size=args.beam_size,
         length_penalty=args.length_penalty, coverage_penalty=args.coverage_penalty,
         max_length=args.max_decode_length,

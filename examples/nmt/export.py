@@ -1,103 +1,105 @@
 """A TensorFlow SavedModel that translates strings, with no Python code of ours.
 
 ``export_translator(model, vocabularies, path)`` writes a SavedModel whose
-``translate`` function takes a batch of strings::
+``translate`` function takes a batch of strings and, optionally, the most
+output tokens (an int32 scalar; the run's ``--max-decode-length`` if left
+out)::
 
     translator = tf.saved_model.load("runs/nmt/saved_model")
     outputs = translator.translate(tf.constant(["May 9th, 1998"]))
-    outputs["translation"]      # (B,) strings
+    outputs = translator.translate(tf.constant(["May 9th, 1998"]), tf.constant(20))
+    outputs["translation"]      # (B,) strings; "" for a sentence without tokens
     outputs["attention"]        # (B, T, Ts) float32 weights of each output token
     outputs["source_tokens"]    # (B, Ts) strings, "" on padding
     outputs["target_tokens"]    # (B, T) strings, "" after [END]
     outputs["target_length"]    # (B,) int32 output tokens, [END] included
+    outputs["source_length"]    # (B,) int32 source tokens before truncation
+    outputs["unknown_tokens"]   # (B,) int32 source tokens kept that are not in the vocabulary
 
-Inside: standardization in pure TensorFlow ops, vocabulary lookup
-(``tf.lookup.StaticHashTable``), the encoder, greedy decoding
-(``tf.while_loop``) and detokenization. The standardization is
-``vocabulary.standardize`` minus its NFKC step (which needs Python, through
-``tf.numpy_function``): lower-casing and the same regular expressions. Text
-that NFKC would change (full-width digits, ligatures, composed accents written
-as two code points) may therefore tokenize differently from training.
+Inside: ``vocabulary.standardize_without_nfkc`` (TensorFlow string ops only),
+vocabulary lookup, ``model.initial_state``/``model.step`` under greedy
+decoding (``tf.while_loop``) and ``vocabulary.detokenize``. Text that NFKC
+would change (full-width digits, ligatures, composed accents written as two
+code points) may therefore tokenize differently from training.
 """
 
 from __future__ import annotations
 
 import os
 
-import keras
 import tensorflow as tf
 
 from examples.nmt import data, decoding, vocabulary
-from examples.nmt.model import Seq2SeqDecoder
+from examples.nmt.model import Seq2Seq, step_fn
 
-
-def standardize_pure(texts: tf.Tensor) -> tf.Tensor:
-    """``vocabulary.standardize`` without NFKC: exportable TF string ops only."""
-    texts = tf.strings.lower(texts, encoding="utf-8")
-    for pattern, rewrite in vocabulary._SPACING:  # noqa: SLF001  (same rules)
-        texts = tf.strings.regex_replace(texts, pattern, rewrite)
-    return tf.strings.strip(texts)
-
-
-def _table(tokens: tuple[str, ...]) -> tf.lookup.StaticHashTable:
-    initializer = tf.lookup.KeyValueTensorInitializer(
-        tf.constant(tokens), tf.range(len(tokens), dtype=tf.int64)
-    )
-    return tf.lookup.StaticHashTable(initializer, default_value=data.UNK_ID)
+_TEXTS = tf.TensorSpec([None], tf.string, name="texts")
+_MAX_LENGTH = tf.TensorSpec([], tf.int32, name="max_length")
 
 
 class Translator(tf.Module):
     """Strings in, translations and attention out; see the module doc."""
 
-    def __init__(self, model: keras.Model, vocabularies: data.Vocabularies, max_length: int = 64):
+    def __init__(
+        self, model: Seq2Seq, vocabularies: data.Vocabularies, max_length: int = 64,
+        max_source_length: int | None = None,
+    ):
         super().__init__(name="translator")
         self.model = model  # tracks the variables
-        self.decoder = Seq2SeqDecoder(model)
         self.max_length = max_length
-        self.source_table = _table(vocabularies.source.tokens)
+        self.max_source_length = max_source_length or max_length
+        self.source_table = vocabulary.lookup_table(vocabularies.source.tokens)
         self.target_tokens = tf.constant(vocabularies.target.tokens)
 
-    @tf.function(
-        input_signature=[tf.TensorSpec([None], tf.string, name="texts")], autograph=False
-    )
-    def translate(self, texts: tf.Tensor) -> dict[str, tf.Tensor]:
-        tokens = tf.strings.split(standardize_pure(texts))[:, : self.max_length]  # (B, None)
+    @tf.function(autograph=False)
+    def translate(self, texts: tf.Tensor, max_length: tf.Tensor | None = None) -> dict:
+        if max_length is None:
+            max_length = tf.constant(self.max_length, tf.int32)
+        all_tokens = tf.strings.split(vocabulary.standardize_without_nfkc(texts))  # (B, None)
+        tokens = all_tokens[:, : self.max_source_length]
         source_ids = tf.cast(
             tf.ragged.map_flat_values(self.source_table.lookup, tokens), tf.int32
         ).to_tensor(default_value=data.PAD_ID)  # (B, Ts)
         source_tokens = tokens.to_tensor(default_value="")  # (B, Ts)
+        has_tokens = tokens.row_lengths() > 0  # (B,)
         # An empty batch or empty strings still need one source column.
         pad = tf.maximum(1 - tf.shape(source_ids)[1], 0)
         source_ids = tf.pad(source_ids, [[0, 0], [0, pad]])
         source_tokens = tf.pad(source_tokens, [[0, 0], [0, pad]])
         result = decoding.greedy_search(
-            self.decoder.step, self.decoder.initial_state(source_ids),
-            data.START_ID, data.END_ID, self.max_length, pad_id=data.PAD_ID,
+            step_fn(self.model), self.model.initial_state(source_ids),
+            data.START_ID, data.END_ID, max_length, pad_id=data.PAD_ID,
         )
-        ids, lengths = result.ids[:, 0], result.lengths[:, 0]  # (B, T), (B,)
+        # A sentence without tokens translates to nothing (not to a guess).
+        ids = tf.where(has_tokens[:, None], result.ids[:, 0], data.PAD_ID)  # (B, T)
+        lengths = tf.where(has_tokens, result.lengths[:, 0], 0)  # (B,)
         inside = tf.sequence_mask(lengths, tf.shape(ids)[1])
-        target_tokens = tf.where(inside, tf.gather(self.target_tokens, ids), "")
-        special = (ids == data.END_ID) | (ids == data.PAD_ID) | (ids == data.START_ID)
-        words = tf.where(special, "", target_tokens)  # as Vocabulary.decode
-        translation = tf.strings.strip(
-            tf.strings.regex_replace(tf.strings.reduce_join(words, -1, separator=" "), " +", " ")
-        )
+        attention = result.attention[:, 0] * tf.cast(inside, tf.float32)[..., None]
         return {
-            "translation": translation,
-            "attention": result.attention[:, 0],
+            "translation": vocabulary.detokenize(ids, self.target_tokens),
+            "attention": attention,
             "source_tokens": source_tokens,
-            "target_tokens": target_tokens,
+            "target_tokens": tf.where(inside, tf.gather(self.target_tokens, ids), ""),
             "target_length": lengths,
+            "source_length": tf.cast(all_tokens.row_lengths(), tf.int32),
+            "unknown_tokens": tf.reduce_sum(
+                tf.cast(source_ids == data.UNK_ID, tf.int32), axis=1
+            ),
         }
 
 
 def export_translator(
-    model: keras.Model, vocabularies: data.Vocabularies, path: str | os.PathLike,
-    max_length: int = 64,
+    model: Seq2Seq, vocabularies: data.Vocabularies, path: str | os.PathLike,
+    max_length: int = 64, max_source_length: int | None = None,
 ) -> str:
-    """Writes the SavedModel; returns its path."""
-    translator = Translator(model, vocabularies, max_length)
-    tf.saved_model.save(
-        translator, str(path), signatures={"serving_default": translator.translate}
-    )
+    """Writes the SavedModel; returns its path.
+
+    Args:
+        max_length: the default most output tokens of ``translate``.
+        max_source_length: source tokens kept (the run's ``--max-length``);
+            ``max_length`` if None.
+    """
+    translator = Translator(model, vocabularies, max_length, max_source_length)
+    serve = translator.translate.get_concrete_function(_TEXTS)
+    translator.translate.get_concrete_function(_TEXTS, _MAX_LENGTH)
+    tf.saved_model.save(translator, str(path), signatures={"serving_default": serve})
     return str(path)

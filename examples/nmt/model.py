@@ -1,10 +1,11 @@
 """Encoder-decoder translation models with the package's attention layers.
 
-``build_model`` returns a Functional Keras model
+``Seq2Seq`` (built by ``build_model``) is a Functional Keras model
 ``(source_ids (B, Ts), target_in_ids (B, Tt)) -> logits (B, Tt, V)`` for
-teacher-forced training. Encoder: an embedding and a bidirectional GRU/LSTM
-whose two directions together give ``units`` features per source token (the
-memory). Two decoders:
+teacher-forced training, which also holds its layers by name for decoding one
+step at a time. Encoder: an embedding and a bidirectional GRU/LSTM whose two
+directions together give ``units`` features per source token (the memory).
+Two decoders:
 
 * ``decoder="luong"``: an RNN over the whole target, then one attention call
   for all steps (fast teacher forcing), ``a_t = tanh(W [h_t; c_t])``, logits
@@ -13,25 +14,29 @@ memory). Two decoders:
   feeding: each step attends with the new state and feeds its attentional
   vector to the next step (Bahdanau et al., 2015; Luong's input feeding).
 
-``Seq2SeqDecoder(model)`` wraps a built model for step-by-step decoding with
-``examples.nmt.decoding``: ``initial_state(source_ids)`` encodes once and
-projects the memory once (``project_memory``); ``step(ids, state, step)`` is
-a ``step_fn`` returning log-probabilities, the new state and the attention
-weights ``(N, Ts)`` (multi-head weights averaged over heads).
+Decoding (as OpenNMT-tf's ``Decoder``): ``model.initial_state(source_ids)``
+encodes once and projects the memory once (``project_memory``), returning
+``(state, memory)``; ``model.step(ids, state, memory)`` returns the next
+logits, the new state and the attention weights ``(N, Ts)`` (multi-head
+weights averaged over heads). ``step_fn(model)`` adapts it to the searches
+of ``examples.nmt.decoding``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import keras
 import tensorflow as tf
+from keras import ops
 
 import keras_attention
+from keras_attention.layers.attention_rnn_cell import AttentionRNNState
 
 ATTENTIONS = ("bahdanau", "luong", "scaled_dot", "multihead")
 DECODERS = ("bahdanau", "luong")
 RNNS = ("gru", "lstm")
+PAD_ID = 0
 
 
 def make_attention(kind: str, units: int, num_heads: int = 4) -> keras.layers.Layer:
@@ -43,9 +48,9 @@ def make_attention(kind: str, units: int, num_heads: int = 4) -> keras.layers.La
     if kind == "scaled_dot":
         return keras_attention.ScaledDotProduct(name="attention")
     if kind == "multihead":
-        if units % num_heads:
+        if num_heads < 1 or units % num_heads:
             raise ValueError(
-                f"Expected units divisible by num_heads. Received: units={units}, "
+                f"Expected num_heads >= 1 dividing units. Received: units={units}, "
                 f"num_heads={num_heads}"
             )
         return keras_attention.MultiHead(num_heads, units // num_heads, name="attention")
@@ -57,88 +62,18 @@ def _rnn_cell(rnn: str, units: int, name: str) -> keras.layers.Layer:
     return cell(units, name=name)
 
 
-def _rnn(rnn: str, units: int, name: str, **kwargs: Any) -> keras.layers.Layer:
-    layer = {"gru": keras.layers.GRU, "lstm": keras.layers.LSTM}[rnn]
-    return layer(units, return_sequences=True, name=name, **kwargs)
+class Memory(NamedTuple):
+    """The encoded source as a decoding step reads it; first dimension ``N``.
 
-
-def build_model(
-    source_vocab_size: int,
-    target_vocab_size: int,
-    *,
-    embedding_dim: int = 64,
-    units: int = 128,
-    attention: str = "bahdanau",
-    decoder: str = "bahdanau",
-    rnn: str = "gru",
-    num_heads: int = 4,
-    dropout: float = 0.0,
-) -> keras.Model:
-    """The teacher-forced training model; see the module doc.
-
-    Args:
-        source_vocab_size, target_vocab_size: vocabulary sizes (0 pads).
-        embedding_dim: token embedding size.
-        units: decoder state size, memory size (``units // 2`` per encoder
-            direction) and attentional vector size; even.
-        attention: ``"bahdanau" | "luong" | "scaled_dot" | "multihead"``.
-        decoder: ``"bahdanau"`` (input feeding) or ``"luong"``.
-        rnn: ``"gru"`` or ``"lstm"``.
-        num_heads: heads of ``"multihead"``.
-        dropout: dropout on the embeddings and the attentional vector.
+    Attributes:
+        keys, values: the attention's projections of the memory
+            (``project_memory``), computed once per sentence.
+        mask: boolean ``(N, Ts)``, True on real source tokens.
     """
-    if decoder not in DECODERS:
-        raise ValueError(f"Expected decoder in {DECODERS}. Received: {decoder!r}")
-    if rnn not in RNNS:
-        raise ValueError(f"Expected rnn in {RNNS}. Received: {rnn!r}")
-    if units % 2:
-        raise ValueError(f"Expected an even number of units. Received: units={units}")
-    source_ids = keras.Input((None,), dtype="int32", name="source_ids")
-    target_in_ids = keras.Input((None,), dtype="int32", name="target_in_ids")
 
-    embedded = keras.layers.Embedding(
-        source_vocab_size, embedding_dim, mask_zero=True, name="source_embedding"
-    )(source_ids)
-    embedded = keras.layers.Dropout(dropout, name="source_dropout")(embedded)
-    memory, *encoder_states = keras.layers.Bidirectional(
-        _rnn(rnn, units // 2, "encoder_rnn", return_state=True), name="encoder"
-    )(embedded)  # (B, Ts, units)
-    # Forward and backward final states -> the decoder's initial state(s).
-    halves = len(encoder_states) // 2
-    decoder_states = [
-        keras.layers.Dense(units, activation="tanh", name=f"bridge_{index}")(
-            keras.layers.Concatenate(name=f"bridge_concat_{index}")(
-                [encoder_states[index], encoder_states[halves + index]]
-            )
-        )
-        for index in range(halves)
-    ]
-
-    target = keras.layers.Embedding(
-        target_vocab_size, embedding_dim, mask_zero=True, name="target_embedding"
-    )(target_in_ids)
-    target = keras.layers.Dropout(dropout, name="target_dropout")(target)
-    attention_layer = make_attention(attention, units, num_heads)
-    if decoder == "luong":
-        states = _rnn(rnn, units, "decoder_rnn")(target, initial_state=decoder_states)
-        context = attention_layer(states, memory)  # (B, Tt, units)
-        attentional = keras.layers.Dense(
-            units, activation="tanh", use_bias=False, name="attention_dense"
-        )(keras.layers.Concatenate(name="attention_concat")([states, context]))
-    else:
-        cell = keras_attention.AttentionRNNCell(
-            _rnn_cell(rnn, units, "decoder_cell"),
-            attention_layer,
-            attention_layer_size=units,
-            name="attention_cell",
-        )
-        outputs = keras_attention.AttentionRNN(cell, name="decoder_rnn")(
-            target, memory, initial_state=decoder_states
-        )  # (B, Tt, 2 * units) = [h_t; a_t]
-        attentional = TakeLast(units, name="attentional")(outputs)  # a_t
-    attentional = keras.layers.Dropout(dropout, name="attentional_dropout")(attentional)
-    logits = keras.layers.Dense(target_vocab_size, dtype="float32", name="logits")(attentional)
-    return keras.Model([source_ids, target_in_ids], logits, name=f"nmt_{decoder}_{attention}")
+    keys: tf.Tensor
+    values: tf.Tensor
+    mask: tf.Tensor
 
 
 @keras.saving.register_keras_serializable(package="examples_nmt")
@@ -160,75 +95,212 @@ class TakeLast(keras.layers.Layer):
         return {**super().get_config(), "size": self.size}
 
 
-class Seq2SeqDecoder:
-    """Step-by-step decoding of a ``build_model`` model, with cached memory.
+@keras.saving.register_keras_serializable(package="examples_nmt")
+class Seq2Seq(keras.Model):
+    """The translation model; see the module doc. Arguments as ``build_model``."""
 
-    Works for both decoder styles. ``initial_state`` returns a dict of
-    tensors with first dimension ``B``; ``step`` is a ``decoding`` step_fn.
-    """
-
-    def __init__(self, model: keras.Model):
-        self.model = model
-        self.source_embedding = model.get_layer("source_embedding")
-        self.encoder = model.get_layer("encoder")
-        self.target_embedding = model.get_layer("target_embedding")
-        self.decoder_rnn = model.get_layer("decoder_rnn")
-        self.logits = model.get_layer("logits")
-        self.bridges = []
-        index = 0
-        while any(layer.name == f"bridge_{index}" for layer in model.layers):
-            self.bridges.append(model.get_layer(f"bridge_{index}"))
-            index += 1
-        self.input_feeding = isinstance(self.decoder_rnn, keras_attention.AttentionRNN)
+    def __init__(
+        self,
+        source_vocab_size: int,
+        target_vocab_size: int,
+        embedding_dim: int = 64,
+        units: int = 128,
+        attention: str = "bahdanau",
+        decoder: str = "bahdanau",
+        rnn: str = "gru",
+        num_heads: int = 4,
+        dropout: float = 0.0,
+        **kwargs: Any,
+    ):
+        if decoder not in DECODERS:
+            raise ValueError(f"Expected decoder in {DECODERS}. Received: {decoder!r}")
+        if rnn not in RNNS:
+            raise ValueError(f"Expected rnn in {RNNS}. Received: {rnn!r}")
+        if units < 2 or units % 2:
+            raise ValueError(f"Expected an even number of units >= 2. Received: units={units}")
+        # === Layers (what `step` runs) ===
+        self.source_embedding = keras.layers.Embedding(
+            source_vocab_size, embedding_dim, mask_zero=True, name="source_embedding"
+        )
+        self.source_dropout = keras.layers.Dropout(dropout, name="source_dropout")
+        encoder_rnn = {"gru": keras.layers.GRU, "lstm": keras.layers.LSTM}[rnn]
+        self.encoder = keras.layers.Bidirectional(
+            encoder_rnn(units // 2, return_sequences=True, return_state=True, name="encoder_rnn"),
+            name="encoder",
+        )
+        # Forward and backward final states -> the decoder's initial state(s).
+        self.bridges = [
+            keras.layers.Dense(units, activation="tanh", name=f"bridge_{index}")
+            for index in range(2 if rnn == "lstm" else 1)
+        ]
+        self.target_embedding = keras.layers.Embedding(
+            target_vocab_size, embedding_dim, mask_zero=True, name="target_embedding"
+        )
+        self.target_dropout = keras.layers.Dropout(dropout, name="target_dropout")
+        self.attention_layer = make_attention(attention, units, num_heads)
+        self.input_feeding = decoder == "bahdanau"
         if self.input_feeding:
-            self.cell = self.decoder_rnn.cell
-            self.attention = self.cell.attention
+            self.decoder_cell = keras_attention.AttentionRNNCell(
+                _rnn_cell(rnn, units, "decoder_cell"), self.attention_layer,
+                attention_layer_size=units, name="attention_cell",
+            )
+            self.decoder_rnn = keras_attention.AttentionRNN(self.decoder_cell, name="decoder_rnn")
+            self.attentional = TakeLast(units, name="attentional")  # a_t out of [h_t; a_t]
         else:
-            self.cell = self.decoder_rnn.cell
-            self.attention = model.get_layer("attention")
-            self.attention_dense = model.get_layer("attention_dense")
+            self.decoder_cell = _rnn_cell(rnn, units, "decoder_cell")
+            self.decoder_rnn = keras.layers.RNN(
+                self.decoder_cell, return_sequences=True, name="decoder_rnn"
+            )
+            self.attention_dense = keras.layers.Dense(
+                units, activation="tanh", use_bias=False, name="attention_dense"
+            )
+        self.attentional_dropout = keras.layers.Dropout(dropout, name="attentional_dropout")
+        self.output_layer = keras.layers.Dense(target_vocab_size, dtype="float32", name="logits")
 
-    def encode(self, source_ids: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, list[tf.Tensor]]:
-        """Memory ``(B, Ts, units)``, its mask ``(B, Ts)`` and the decoder's first states."""
-        source_ids = tf.convert_to_tensor(source_ids, tf.int32)
-        mask = tf.not_equal(source_ids, 0)
-        embedded = self.source_embedding(source_ids)
-        memory, *states = self.encoder(embedded, mask=mask)
+        # === Functional model (teacher forcing) ===
+        source_ids = keras.Input((None,), dtype="int32", name="source_ids")
+        target_in_ids = keras.Input((None,), dtype="int32", name="target_in_ids")
+        memory, mask, first = self.encode(source_ids)
+        target = self.target_dropout(self.target_embedding(target_in_ids))
+        if self.input_feeding:
+            outputs = self.decoder_rnn(target, memory, memory_mask=mask, initial_state=first)
+            attentional = self.attentional(outputs)  # (B, Tt, units)
+        else:
+            states = self.decoder_rnn(target, initial_state=first)  # (B, Tt, units)
+            context = self.attention_layer(states, memory, value_mask=mask)
+            attentional = self.attention_dense(
+                keras.layers.Concatenate(name="attention_concat")([states, context])
+            )
+        logits = self.output_layer(self.attentional_dropout(attentional))
+        kwargs.setdefault("name", f"nmt_{decoder}_{attention}")
+        super().__init__(inputs=[source_ids, target_in_ids], outputs=logits, **kwargs)
+
+        # === Config ===
+        self.source_vocab_size = source_vocab_size
+        self.target_vocab_size = target_vocab_size
+        self.embedding_dim = embedding_dim
+        self.units = units
+        self.attention = attention
+        self.decoder = decoder
+        self.rnn = rnn
+        self.num_heads = num_heads
+        self.dropout = dropout
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "source_vocab_size": self.source_vocab_size,
+            "target_vocab_size": self.target_vocab_size,
+            "embedding_dim": self.embedding_dim,
+            "units": self.units,
+            "attention": self.attention,
+            "decoder": self.decoder,
+            "rnn": self.rnn,
+            "num_heads": self.num_heads,
+            "dropout": self.dropout,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    # ------------------------------------------------------------ decoding
+    def encode(self, source_ids, training=None) -> tuple[Any, Any, list]:
+        """Memory ``(B, Ts, units)``, its boolean mask ``(B, Ts)``, the decoder's first states."""
+        mask = ops.not_equal(source_ids, PAD_ID)
+        embedded = self.source_dropout(self.source_embedding(source_ids), training=training)
+        memory, *states = self.encoder(embedded, mask=mask, training=training)
         halves = len(states) // 2
         first = [
-            bridge(tf.concat([states[index], states[halves + index]], -1))
+            bridge(ops.concatenate([states[index], states[halves + index]], -1))
             for index, bridge in enumerate(self.bridges)
         ]
         return memory, mask, first
 
-    def initial_state(self, source_ids: tf.Tensor) -> dict[str, Any]:
-        """Encodes the source and projects the memory once."""
-        memory, mask, first = self.encode(source_ids)
-        if self.input_feeding:
-            return {"cell": self.cell.initial_state(memory, value_mask=mask, cell_state=first)}
-        keys, values = self.attention.project_memory(memory, memory)
-        return {"rnn": first, "keys": keys, "values": values, "mask": mask}
+    def initial_state(self, source_ids: tf.Tensor) -> tuple[dict[str, Any], Memory]:
+        """Encodes ``(B, Ts)`` ids once: the first decoder ``state`` and the ``memory``."""
+        memory, mask, first = self.encode(tf.convert_to_tensor(source_ids, tf.int32))
+        if not self.input_feeding:
+            keys, values = self.attention_layer.project_memory(memory, memory)
+            return {"cell": first}, Memory(keys, values, mask)
+        cell = self.decoder_cell
+        full = cell.unpack_state(cell.initial_state(memory, value_mask=mask, cell_state=first))
+        state = {"cell": full.cell_states, "attention": full.attention, "weights": full.weights}
+        return state, Memory(full.keys, full.values, full.mask)
 
-    def step(self, ids: tf.Tensor, state: dict[str, Any], step: tf.Tensor) -> tuple:
-        """``(N,)`` previous ids -> ``(N, V)`` log-probabilities, new state, ``(N, Ts)`` weights."""
-        del step
+    def step(
+        self, inputs: tf.Tensor, state: dict[str, Any], memory: Memory
+    ) -> tuple[tf.Tensor, dict[str, Any], tf.Tensor]:
+        """``(N,)`` previous ids -> ``(N, V)`` float32 logits, new state, ``(N, Ts)`` weights."""
         # A plain gather: no Keras mask for the cells to warn about.
-        embedded = tf.gather(self.target_embedding.embeddings, ids)  # (N, E)
+        embedded = ops.take(self.target_embedding.embeddings, inputs, axis=0)  # (N, E)
         if self.input_feeding:
-            outputs, cell_states = self.cell(embedded, state["cell"])
-            weights = cell_states[len(cell_states) - 4]  # w_t: (N, Ts) or (N, H, Ts)
-            attentional = outputs[..., -self.cell.attention_layer_size :]
-            new_state = {"cell": list(cell_states)}
+            cell = self.decoder_cell
+            full = AttentionRNNState(
+                state["cell"], state["attention"], state["weights"], *memory
+            )
+            _, new_states = cell(embedded, cell.pack_state(full))
+            new = cell.unpack_state(new_states)
+            attentional, weights = new.attention, new.weights  # a_t, w_t
+            state = {"cell": new.cell_states, "attention": new.attention, "weights": new.weights}
         else:
-            output, rnn_states = self.cell(embedded, state["rnn"])
-            rnn_states = rnn_states if isinstance(rnn_states, (list, tuple)) else [rnn_states]
-            context, weights = self.attention.attend(
-                output, state["keys"], state["values"], value_mask=state["mask"],
+            output, cell_states = self.decoder_cell(embedded, state["cell"])
+            if not isinstance(cell_states, (list, tuple)):
+                cell_states = [cell_states]
+            context, weights = self.attention_layer.attend(
+                output, memory.keys, memory.values, value_mask=memory.mask,
                 return_attention_scores=True,
             )
-            attentional = self.attention_dense(tf.concat([output, context], -1))
-            new_state = {**state, "rnn": list(rnn_states)}
+            attentional = self.attention_dense(ops.concatenate([output, context], -1))
+            state = {"cell": list(cell_states)}
         if len(weights.shape) == 3:  # multi-head (N, H, Ts): mean over heads
-            weights = tf.reduce_mean(weights, axis=1)
-        logits = tf.cast(self.logits(attentional), tf.float32)
-        return tf.nn.log_softmax(logits), new_state, tf.cast(weights, tf.float32)
+            weights = ops.mean(weights, axis=1)
+        logits = ops.cast(self.output_layer(attentional), "float32")
+        return logits, state, ops.cast(weights, "float32")
+
+
+def build_model(
+    source_vocab_size: int,
+    target_vocab_size: int,
+    *,
+    embedding_dim: int = 64,
+    units: int = 128,
+    attention: str = "bahdanau",
+    decoder: str = "bahdanau",
+    rnn: str = "gru",
+    num_heads: int = 4,
+    dropout: float = 0.0,
+) -> Seq2Seq:
+    """The teacher-forced training model; see the module doc.
+
+    Args:
+        source_vocab_size, target_vocab_size: vocabulary sizes (0 pads).
+        embedding_dim: token embedding size.
+        units: decoder state size, memory size (``units // 2`` per encoder
+            direction) and attentional vector size; even.
+        attention: ``"bahdanau" | "luong" | "scaled_dot" | "multihead"``.
+        decoder: ``"bahdanau"`` (input feeding) or ``"luong"``.
+        rnn: ``"gru"`` or ``"lstm"``.
+        num_heads: heads of ``"multihead"``.
+        dropout: dropout on the embeddings and the attentional vector.
+    """
+    return Seq2Seq(
+        source_vocab_size, target_vocab_size, embedding_dim=embedding_dim, units=units,
+        attention=attention, decoder=decoder, rnn=rnn, num_heads=num_heads, dropout=dropout,
+    )
+
+
+def step_fn(model: Seq2Seq):
+    """``model.step`` as a ``decoding`` step_fn over the search state ``(state, memory)``.
+
+    Start a search from ``model.initial_state(source_ids)``.
+    """
+
+    def step(ids: tf.Tensor, search_state: tuple, step: tf.Tensor) -> tuple:
+        del step
+        state, memory = search_state
+        logits, state, attention = model.step(ids, state, memory)
+        return tf.nn.log_softmax(logits), (state, memory), attention
+
+    return step

@@ -3,14 +3,21 @@
 The defaults train the date-normalization task in a few minutes on two CPU
 cores. Everything goes to ``--output-dir`` (``runs/nmt``):
 
-* ``model.keras`` (best weights), ``saved_model/`` (``translate(strings)``,
+* ``model.keras`` (best epoch's weights), ``saved_model/`` (``translate(strings)``,
   see ``examples.nmt.export``), ``source_vocabulary.txt`` /
   ``target_vocabulary.txt``, ``config.json`` (the arguments);
-* ``metrics.json`` (test BLEU, chrF, exact match, alignment accuracy,
-  training time), ``history.csv`` and ``training_curves.png``;
+* ``metrics.json`` (test BLEU, chrF, exact match, alignment accuracy, best
+  epoch, training time; written before the export), ``history.csv``,
+  ``training_curves.png`` and ``training.json`` (best epoch and its
+  ``val_loss``, written when training is done);
 * ``attention_K.png`` / ``attention_K.html``: heat-maps of test sentences;
-* ``checkpoint.weights.h5`` (best so far), ``backup/`` (resumes a killed run;
-  deleted when training completes), ``logs/`` (TensorBoard).
+* ``backup/`` (resumes a killed run, see ``examples.nmt.checkpointing``;
+  deleted when training is done), ``logs/`` (TensorBoard).
+
+A used ``--output-dir`` is refused unless it holds a run with the same
+settings (decoding, evaluation and export flags aside), which then resumes
+after its last finished epoch (or, when its training is done, only
+evaluates and exports again), or ``--overwrite`` is given.
 """
 
 from __future__ import annotations
@@ -20,9 +27,9 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 import argparse
-import csv
 import importlib.util
 import json
+import shutil
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -31,19 +38,17 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from examples.nmt import data, evaluate, export
+from examples.nmt import data, evaluate, export, runs
+from examples.nmt.checkpointing import RunCheckpoint
 from examples.nmt.model import ATTENTIONS, DECODERS, RNNS, build_model
 
 DEFAULT_OUTPUT_DIR = os.path.join("runs", "nmt")
-
-
-def require_tensorflow_backend() -> None:
-    """The example runs on TensorFlow (tf.data, tf.distribute, SavedModel)."""
-    if keras.backend.backend() != "tensorflow":
-        raise SystemExit(
-            "examples.nmt needs the TensorFlow Keras backend. Received: "
-            f"KERAS_BACKEND={keras.backend.backend()!r}; run with KERAS_BACKEND=tensorflow."
-        )
+# What a run writes into its folder; --overwrite deletes these and nothing else.
+OUTPUTS = (
+    runs.CONFIG, runs.MODEL, runs.METRICS, runs.HISTORY, runs.TRAINING, "source_vocabulary.txt",
+    "target_vocabulary.txt", "training_curves.png", "attention_*.png", "attention_*.html",
+    "saved_model", "backup", "logs", "checkpoint.weights.h5",
+)
 
 
 @keras.saving.register_keras_serializable(package="examples_nmt")
@@ -79,38 +84,80 @@ class _Interrupt(keras.callbacks.Callback):
             raise KeyboardInterrupt(f"interrupted after epoch {epoch + 1}")
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m examples.nmt.train", description=__doc__.split("\n")[0]
+    )
+    positive, at_least = runs.integer_at_least(1), runs.integer_at_least
     data.add_arguments(parser)
     parser.add_argument("--output-dir", default=DEFAULT_OUTPUT_DIR)
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the outputs of an earlier run in --output-dir")
     parser.add_argument("--attention", default="bahdanau", choices=ATTENTIONS)
     parser.add_argument("--decoder", default="bahdanau", choices=DECODERS)
     parser.add_argument("--rnn", default="gru", choices=RNNS)
-    parser.add_argument("--embedding-dim", type=int, default=64)
-    parser.add_argument("--units", type=int, default=128)
-    parser.add_argument("--num-heads", type=int, default=4)
+    parser.add_argument("--embedding-dim", type=positive, default=64)
+    parser.add_argument("--units", type=at_least(2), default=128, help="even")
+    parser.add_argument("--num-heads", type=positive, default=4)
     parser.add_argument("--dropout", type=float, default=0.0)
-    parser.add_argument("--vocab-size", type=int, default=20_000, help="most ids per side")
-    parser.add_argument("--max-length", type=int, default=64, help="most tokens per sentence")
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--vocab-size", type=at_least(5), default=20_000,
+                        help="most ids per side, the 4 reserved ones included")
+    parser.add_argument("--max-length", type=at_least(2), default=64,
+                        help="most tokens per sentence")
+    parser.add_argument("--epochs", type=positive, default=2)
+    parser.add_argument("--batch-size", type=positive, default=128)
     parser.add_argument("--learning-rate", type=float, default=3e-3, help="peak, after warm-up")
-    parser.add_argument("--warmup-steps", type=int, default=100)
+    parser.add_argument("--warmup-steps", type=at_least(0), default=100)
     parser.add_argument("--clipnorm", type=float, default=1.0, help="per-variable; 0 = off")
     parser.add_argument("--output-bias", choices=("unigram", "zeros"), default="unigram",
                         help="initial logits bias: log target-token frequencies, or zeros")
-    parser.add_argument("--patience", type=int, default=2, help="early stopping, in epochs")
+    parser.add_argument("--patience", type=at_least(0), default=2,
+                        help="early stopping, in epochs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--mixed-precision", action="store_true", help="mixed_float16")
     parser.add_argument("--jit-compile", action="store_true", help="XLA for the train step")
     parser.add_argument("--strategy", choices=("default", "mirrored", "multiworker"),
                         default="default", help="tf.distribute strategy")
-    parser.add_argument("--samples", type=int, default=3, help="heat-maps to draw")
+    parser.add_argument("--samples", type=at_least(0), default=3, help="heat-maps to draw")
     parser.add_argument("--no-export", action="store_true", help="skip the SavedModel")
     parser.add_argument("--no-evaluate", action="store_true",
                         help="skip the test-split evaluation and heat-maps")
     evaluate.add_decoding_arguments(parser)
-    return parser.parse_args(argv)
+    return parser
+
+
+def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The checks one flag's type cannot make; ``parser.error`` (exit 2) on failure."""
+    if args.units % 2:
+        parser.error(f"argument --units: expected an even number, received {args.units}")
+    if args.attention == "multihead" and args.units % args.num_heads:
+        parser.error(f"argument --num-heads: expected a divisor of --units {args.units}, "
+                     f"received {args.num_heads}")
+    if not 0.0 <= args.dropout < 1.0:
+        parser.error(f"argument --dropout: expected 0 <= dropout < 1, received {args.dropout}")
+    if not args.learning_rate > 0.0:
+        parser.error(f"argument --learning-rate: expected > 0, received {args.learning_rate}")
+    if args.clipnorm < 0.0:
+        parser.error(f"argument --clipnorm: expected >= 0, received {args.clipnorm}")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    check_args(parser, args)
+    return args
+
+
+def load_splits(args: argparse.Namespace) -> data.Splits:
+    """The data, with a one-line ``RunError`` for a missing file or an empty split."""
+    try:
+        splits = data.splits_from_args(args)
+        for name, split in splits.items():
+            if next(iter(split.take(1)), None) is None:
+                raise runs.RunError(f"the {name} split of {args.dataset} is empty")
+    except (OSError, ValueError, tf.errors.OpError) as error:
+        raise runs.RunError(str(error)) from error
+    return splits
 
 
 def make_strategy(name: str) -> tf.distribute.Strategy:
@@ -159,96 +206,53 @@ def learning_rate_schedule(args: argparse.Namespace, steps_per_epoch: int):
     )
 
 
-def make_callbacks(args: argparse.Namespace) -> list[keras.callbacks.Callback]:
-    out = args.output_dir
-    callbacks = [
-        keras.callbacks.BackupAndRestore(os.path.join(out, "backup")),
-        keras.callbacks.ModelCheckpoint(
-            os.path.join(out, "checkpoint.weights.h5"), save_best_only=True,
-            save_weights_only=True,
-        ),
-        keras.callbacks.EarlyStopping(
-            patience=args.patience, restore_best_weights=True, verbose=1
-        ),
-        keras.callbacks.CSVLogger(os.path.join(out, "history.csv"), append=True),
-    ]
-    if importlib.util.find_spec("tensorboard") is not None:  # tf.summary needs it
-        callbacks.append(keras.callbacks.TensorBoard(os.path.join(out, "logs"), write_graph=False))
-    else:
+def tensorboard_callbacks(args: argparse.Namespace) -> list[keras.callbacks.Callback]:
+    if importlib.util.find_spec("tensorboard") is None:  # tf.summary needs it
         print("TensorBoard is not installed: no logs/ (pip install tensorboard).")
-    return callbacks
+        return []
+    return [keras.callbacks.TensorBoard(os.path.join(args.output_dir, "logs"), write_graph=False)]
 
 
-def plot_history(path: str, output: str) -> None:
-    """Loss and token accuracy per epoch, train and validation, as a PNG."""
-    import matplotlib  # noqa: PLC0415
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    with open(path, encoding="utf-8") as file:
-        rows = list(csv.DictReader(file))
-    epochs = [int(row["epoch"]) + 1 for row in rows]
-    figure, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-    for ax, key in zip(axes, ("loss", "masked_accuracy")):
-        for prefix in ("", "val_"):
-            if rows and prefix + key in rows[0]:
-                ax.plot(epochs, [float(row[prefix + key]) for row in rows], marker="o",
-                        label=(prefix or "train_").rstrip("_"))
-        ax.set_xlabel("epoch")
-        ax.set_title(key)
-        ax.legend()
-    figure.tight_layout()
-    figure.savefig(output, dpi=100)
-    plt.close(figure)
-
-
-def save_heatmaps(samples: list[dict[str, Any]], directory: str) -> list[str]:
-    """``attention_K.png`` (plot_attention) and ``attention_K.html`` per sample."""
-    import matplotlib  # noqa: PLC0415
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    import keras_attention  # noqa: PLC0415
-
-    paths = []
-    for index, sample in enumerate(samples):
-        stem = os.path.join(directory, f"attention_{index}")
-        ax = keras_attention.plot_attention(
-            sample["attention"], sample["source"], sample["target"],
-            title=" ".join(sample["source"]),
-        )
-        ax.figure.savefig(stem + ".png", dpi=100, bbox_inches="tight")
-        plt.close(ax.figure)
-        keras_attention.save_attention_html(
-            sample["attention"], sample["source"], sample["target"], stem + ".html",
-            title=" ".join(sample["source"]),
-        )
-        paths += [stem + ".png", stem + ".html"]
-    return paths
-
-
-def load_run(directory: str) -> tuple[keras.Model, data.Vocabularies]:
-    """``model.keras`` and the vocabularies of a train.py output dir."""
-    model = keras.saving.load_model(os.path.join(directory, "model.keras"), compile=False)
-    return model, data.Vocabularies.load(directory)
+def save_model(model: keras.Model, path: str) -> None:
+    """``model.save`` through a temporary file and a rename."""
+    temporary = path.removesuffix(".keras") + ".tmp.keras"
+    model.save(temporary)
+    os.replace(temporary, path)
 
 
 def train(
     args: argparse.Namespace, extra_callbacks: Sequence[keras.callbacks.Callback] = ()
 ) -> dict[str, Any]:
-    """Runs the whole pipeline for parsed ``args``; returns the metrics."""
-    require_tensorflow_backend()
-    start = time.perf_counter()
-    keras.utils.set_random_seed(args.seed)
-    os.makedirs(args.output_dir, exist_ok=True)
-    with open(os.path.join(args.output_dir, "config.json"), "w", encoding="utf-8") as file:
-        json.dump(vars(args), file, indent=2)
+    """Runs the whole pipeline for parsed ``args``; returns the metrics.
 
-    splits = data.splits_from_args(args)
+    Raises:
+        runs.RunError: a used output folder, missing or too little data, a
+            failed export (after ``metrics.json`` is written).
+    """
+    runs.require_tensorflow_backend()
+    start = time.perf_counter()
+    resuming = runs.prepare_output_dir(args, OUTPUTS)
+    keras.utils.set_random_seed(args.seed)
+    splits = load_splits(args)
     vocabularies = data.build_vocabularies(splits["train"], max_size=args.vocab_size)
     vocabularies.save(args.output_dir)
+    training_path = os.path.join(args.output_dir, runs.TRAINING)
+    if resuming and os.path.isfile(training_path):
+        print(f"Training of the run in {args.output_dir} is done: evaluating and exporting it.")
+        model, _ = runs.load_run(args.output_dir)
+        with open(training_path, encoding="utf-8") as file:
+            summary = json.load(file)
+    else:
+        model, summary = fit(args, splits, vocabularies, extra_callbacks)
+    return finish(args, model, vocabularies, splits, summary, start)
+
+
+def fit(
+    args: argparse.Namespace, splits: data.Splits, vocabularies: data.Vocabularies,
+    extra_callbacks: Sequence[keras.callbacks.Callback] = (),
+) -> tuple[keras.Model, dict[str, Any]]:
+    """Trains (or resumes) to the end; saves the best epoch's ``model.keras``."""
+    out = args.output_dir
     batches = {
         name: data.make_batches(
             splits[name], vocabularies, args.batch_size, training=name == "train",
@@ -258,6 +262,10 @@ def train(
     }
     steps_per_epoch = count_batches(batches["train"])
     validation_steps = count_batches(batches["validation"])  # no "ran out of data" warning
+    backup = os.path.join(out, "backup")
+    os.makedirs(backup, exist_ok=True)
+    early_stopping = keras.callbacks.EarlyStopping(patience=args.patience, verbose=1)
+    checkpoint = RunCheckpoint(backup, early_stopping, os.path.join(out, runs.HISTORY))
 
     if args.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_float16")
@@ -271,7 +279,7 @@ def train(
                 num_heads=args.num_heads, dropout=args.dropout,
             )
             if args.output_bias == "unigram":
-                model.get_layer("logits").bias.assign(
+                model.output_layer.bias.assign(
                     target_log_prior(batches["train"], len(vocabularies.target))
                 )
             optimizer = keras.optimizers.Adam(
@@ -283,50 +291,83 @@ def train(
                 metrics=[MaskedAccuracy()],
                 jit_compile=args.jit_compile,
             )
+            done = checkpoint.restore(model)
         print(f"Training {model.name}: {model.count_params():,} parameters, "
               f"{steps_per_epoch} steps an epoch, on {strategy.num_replicas_in_sync} replicas.")
-        model.fit(  # repeated: bucketing makes the batch count vary a little by epoch
-            batches["train"].repeat(), steps_per_epoch=steps_per_epoch,
+        if done:
+            print(f"Resuming after epoch {done} (backup in {backup}).")
+        # Repeated: bucketing makes the batch count vary a little by epoch. A
+        # resumed run skips the batches of the finished epochs, so that it
+        # trains on the same batches as an uninterrupted one.
+        model.fit(
+            batches["train"].repeat().skip(done * steps_per_epoch),
+            steps_per_epoch=steps_per_epoch,
             validation_data=batches["validation"].repeat(), validation_steps=validation_steps,
-            epochs=args.epochs,
-            callbacks=[*make_callbacks(args), *extra_callbacks], verbose=1, shuffle=False,
+            initial_epoch=done, epochs=done if checkpoint.state["stopped"] else args.epochs,
+            callbacks=[early_stopping, checkpoint, *tensorboard_callbacks(args),
+                       *extra_callbacks],
+            verbose=1, shuffle=False,
         )
     finally:
         if args.mixed_precision:
             keras.mixed_precision.set_global_policy("float32")
-    train_seconds = time.perf_counter() - start
-    return finish(args, model, vocabularies, splits, train_seconds, start)
+    state = checkpoint.state
+    checkpoint.restore_best(model)
+    summary = {
+        "best_epoch": state["best_epoch"] + 1,
+        "best_val_loss": state["best_value"],
+        "epochs": state["epochs_done"],
+        "train_seconds": state["train_seconds"],
+    }
+    print(f"Best epoch: {summary['best_epoch']} of {summary['epochs']} "
+          f"(val_loss {summary['best_val_loss']:.4f}); model.keras holds its weights.")
+    save_model(model, os.path.join(out, runs.MODEL))
+    runs.write_json(summary, os.path.join(out, runs.TRAINING))  # training is done
+    shutil.rmtree(backup)
+    return model, summary
 
 
 def finish(
     args: argparse.Namespace, model: keras.Model, vocabularies: data.Vocabularies,
-    splits: data.Splits, train_seconds: float, start: float,
+    splits: data.Splits, summary: dict[str, Any], start: float,
 ) -> dict[str, Any]:
-    """Saves, evaluates on test, plots and exports a trained model."""
+    """Evaluates on test, plots, writes ``metrics.json``, then exports."""
     out = args.output_dir
-    model.save(os.path.join(out, "model.keras"))
     metrics, samples = {}, []
     if not args.no_evaluate:
         metrics, samples = evaluate.evaluate(
             model, splits["test"], vocabularies, beam_size=args.beam_size,
             length_penalty=args.length_penalty, coverage_penalty=args.coverage_penalty,
-            max_length=args.max_decode_length, samples=args.samples,
+            max_length=args.max_decode_length, max_source_length=args.max_length,
+            samples=args.samples,
         )
-    metrics["train_seconds"] = round(train_seconds, 1)
-    outputs = ["model.keras", "source_vocabulary.txt", "target_vocabulary.txt"]
-    plot_history(os.path.join(out, "history.csv"), os.path.join(out, "training_curves.png"))
+    metrics["best_epoch"] = summary["best_epoch"]
+    metrics["train_seconds"] = round(summary["train_seconds"], 1)
+    outputs = [runs.MODEL, "source_vocabulary.txt", "target_vocabulary.txt"]
+    runs.plot_history(os.path.join(out, runs.HISTORY), os.path.join(out, "training_curves.png"))
     outputs.append("training_curves.png")
-    outputs += [os.path.basename(path) for path in save_heatmaps(samples, out)]
-    if not args.no_export:
-        export.export_translator(
-            model, vocabularies, os.path.join(out, "saved_model"), args.max_decode_length
-        )
-        outputs.append("saved_model/")
+    outputs += [os.path.basename(path) for path in runs.save_heatmaps(samples, out)]
+    metrics_path = os.path.join(out, runs.METRICS)
     metrics["total_seconds"] = round(time.perf_counter() - start, 1)
-    evaluate.save_metrics(metrics, os.path.join(out, "metrics.json"))
-    outputs.append("metrics.json")
+    runs.save_metrics(metrics, metrics_path)  # before the export, which may fail
+    if not args.no_export:
+        path = os.path.join(out, "saved_model")
+        try:
+            export.export_translator(
+                model, vocabularies, path, args.max_decode_length, args.max_length
+            )
+        except Exception as error:  # any failure: one clear line
+            raise runs.RunError(
+                f"could not write the SavedModel to {path} ({type(error).__name__}: "
+                f"{str(error).splitlines()[0] if str(error) else ''}); {metrics_path} and "
+                "model.keras are saved: free that path and run the same command again to "
+                "export without training"
+            ) from error
+        outputs.append("saved_model/")
+        metrics["total_seconds"] = round(time.perf_counter() - start, 1)
+        runs.save_metrics(metrics, metrics_path)
+    outputs += [runs.METRICS, runs.HISTORY]
     print("Test:", json.dumps(metrics, sort_keys=True))
-    outputs.append("history.csv")
     if os.path.isdir(os.path.join(out, "logs")):
         outputs.append("logs/ (TensorBoard)")
     print(f"Outputs in {os.path.abspath(out)}: {', '.join(outputs)}")
@@ -337,8 +378,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Trains with command-line arguments; see the module doc."""
     import tensorflow_datasets as tfds  # noqa: PLC0415
 
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    check_args(parser, args)
     tfds.disable_progress_bar()
-    return train(parse_args(argv))
+    try:
+        return train(args)
+    except runs.RunError as error:
+        runs.fail(parser.prog, str(error))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,10 @@
 Uses the exported SavedModel (``DIR/saved_model``, needs no model code) when
 there is one, else ``DIR/model.keras`` with greedy or beam search. Prints one
 translation a line and writes ``translation_K.png`` (``plot_attention``) into
-``--plots-dir`` (default: the model dir).
+``--plots-dir`` (default: the model dir). A sentence without tokens
+translates to the empty string on both paths; warnings on stderr name the
+sentences cut at the run's ``--max-length`` and those made only of words the
+model does not know.
 """
 
 from __future__ import annotations
@@ -21,11 +24,24 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
+from examples.nmt import runs
 
-def translate_saved_model(path: str, sentences: Sequence[str]) -> list[dict[str, Any]]:
-    """Runs ``translate`` of an exported SavedModel; tokens and ``(T, Ts)`` attention."""
+DEFAULT_MAX_LENGTH = 64
+
+
+def translate_saved_model(
+    path: str, sentences: Sequence[str], max_length: int | None = None
+) -> list[dict[str, Any]]:
+    """Runs ``translate`` of an exported SavedModel; tokens and ``(T, Ts)`` attention.
+
+    ``max_length``: the most output tokens; the exported default if None.
+    """
     translator = tf.saved_model.load(path)  # keep the reference while calling it
-    outputs = translator.translate(tf.constant(list(sentences)))
+    texts = tf.constant(list(sentences), tf.string)
+    if max_length is None:
+        outputs = translator.translate(texts)
+    else:
+        outputs = translator.translate(texts, tf.constant(max_length, tf.int32))
     results = []
     for index in range(len(sentences)):
         source = [t.decode() for t in outputs["source_tokens"][index].numpy() if t]
@@ -36,23 +52,30 @@ def translate_saved_model(path: str, sentences: Sequence[str]) -> list[dict[str,
             "source": source,
             "target": target,
             "attention": outputs["attention"][index, :length, : len(source)].numpy(),
+            "source_length": int(outputs["source_length"][index]),
+            "unknown_tokens": int(outputs["unknown_tokens"][index]),
         })
     return results
 
 
 def translate_keras(
     directory: str, sentences: Sequence[str], beam_size: int = 1,
-    length_penalty: float = 0.0, coverage_penalty: float = 0.0, max_length: int = 64,
+    length_penalty: float = 0.0, coverage_penalty: float = 0.0, max_length: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Decodes with ``model.keras`` (greedy or beam search)."""
-    from examples.nmt import data, evaluate, train  # noqa: PLC0415
-    from examples.nmt.model import Seq2SeqDecoder  # noqa: PLC0415
+    """Decodes with ``model.keras`` (greedy or beam search); as ``translate_saved_model``."""
+    from examples.nmt import data, evaluate  # noqa: PLC0415
 
-    model, vocabularies = train.load_run(directory)
-    texts = tf.constant(list(sentences))
-    source_ids = data.encode_texts(texts, vocabularies.source, max_length)
+    model, vocabularies = runs.load_run(directory)
+    config = runs.load_config(directory) or {}
+    max_source_length = config.get("max_length", DEFAULT_MAX_LENGTH)
+    if max_length is None:
+        max_length = config.get("max_decode_length", DEFAULT_MAX_LENGTH)
+    texts = tf.constant(list(sentences), tf.string)
+    source_lengths = data.tokenize(texts).row_lengths().numpy()
+    source_ids = data.encode_texts(texts, vocabularies.source, max_source_length)
+    source_ids = tf.pad(source_ids, [[0, 0], [0, max(1 - source_ids.shape[1], 0)]])
     translate = evaluate.make_translate_fn(
-        Seq2SeqDecoder(model), beam_size=beam_size, length_penalty=length_penalty,
+        model, beam_size=beam_size, length_penalty=length_penalty,
         coverage_penalty=coverage_penalty, max_length=max_length,
     )
     result = translate(source_ids)
@@ -60,8 +83,28 @@ def translate_keras(
     results = []
     for index, text in enumerate(translations):
         found = evaluate.sample(source_ids[index], result, index, vocabularies)
-        results.append({"translation": text.decode(), **found})
+        if source_lengths[index] == 0:  # nothing to translate: no guess
+            text, found = b"", {"source": [], "target": [], "attention": np.zeros((0, 0))}
+        unknown = int(np.sum(source_ids[index].numpy() == data.UNK_ID))
+        results.append({"translation": text.decode(), **found,
+                        "source_length": int(source_lengths[index]), "unknown_tokens": unknown})
     return results
+
+
+def warn_about(sentences: Sequence[str], results: Sequence[dict[str, Any]],
+               max_source_length: int | None) -> None:
+    """Warnings on stderr: empty, truncated and all-unknown sentences."""
+    for number, (sentence, result) in enumerate(zip(sentences, results), start=1):
+        length = result.get("source_length")
+        if length == 0:
+            runs.warn(f"sentence {number} ({sentence!r}) has no tokens: empty translation")
+        elif max_source_length is not None and length is not None and length > max_source_length:
+            runs.warn(f"sentence {number} has {length} tokens: only the first "
+                      f"{max_source_length} (the run's --max-length) were translated")
+        kept = min(length or 0, max_source_length or length or 0)
+        if kept and result.get("unknown_tokens") == kept:
+            runs.warn(f"sentence {number} ({sentence!r}) has only words the model does not "
+                      "know: its translation is a guess")
 
 
 def plot_results(results: Sequence[dict[str, Any]], directory: str) -> list[str]:
@@ -91,27 +134,33 @@ def plot_results(results: Sequence[dict[str, Any]], directory: str) -> list[str]
 
 def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Translates the sentences given on the command line."""
-    parser = argparse.ArgumentParser(description=main.__doc__)
+    from examples.nmt import evaluate  # noqa: PLC0415
+
+    parser = argparse.ArgumentParser(
+        prog="python -m examples.nmt.translate", description=main.__doc__
+    )
     parser.add_argument("sentences", nargs="+")
     parser.add_argument("--model", default="runs/nmt", help="a train.py output dir")
     parser.add_argument("--plots-dir", help="where heat-maps go (default: --model)")
     parser.add_argument("--keras", action="store_true",
                         help="use model.keras even if a SavedModel exists")
-    from examples.nmt import evaluate  # noqa: PLC0415
-
-    evaluate.add_decoding_arguments(parser)
+    evaluate.add_decoding_arguments(parser, default_max_length=None)
     args = parser.parse_args(argv)
     saved_model = os.path.join(args.model, "saved_model")
-    if os.path.isdir(saved_model) and not args.keras and args.beam_size == 1:
-        results = translate_saved_model(saved_model, args.sentences)
+    use_saved_model = os.path.isdir(saved_model) and not args.keras and args.beam_size == 1
+    if not use_saved_model and not os.path.isfile(os.path.join(args.model, runs.MODEL)):
+        parser.error(f"argument --model: no trained run in {args.model!r} "
+                     f"(neither {saved_model} nor {runs.MODEL})")
+    config = runs.load_config(args.model) or {}
+    if use_saved_model:
+        results = translate_saved_model(saved_model, args.sentences, args.max_decode_length)
     else:
-        from examples.nmt import train  # noqa: PLC0415
-
-        train.require_tensorflow_backend()
+        runs.require_tensorflow_backend()
         results = translate_keras(
             args.model, args.sentences, args.beam_size, args.length_penalty,
             args.coverage_penalty, args.max_decode_length,
         )
+    warn_about(args.sentences, results, config.get("max_length", DEFAULT_MAX_LENGTH))
     paths = plot_results(results, args.plots_dir or args.model)
     for sentence, result in zip(args.sentences, results):
         print(f"{sentence}\t{result['translation']}")

@@ -4,7 +4,7 @@ Each line is ``English<TAB>Other[<TAB>attribution]``, as in the files of
 manythings.org/anki that the TensorFlow NMT tutorial uses. The file may be
 plain text or a zip archive holding one such ``.txt`` file. Blank lines are
 skipped; any other line without two non-empty text fields is an error naming
-the file and the line number.
+the file and the line number. A UTF-8 byte order mark at the start is dropped.
 """
 
 from __future__ import annotations
@@ -67,10 +67,15 @@ def read_pairs(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
     """Yields ``(english, other)`` pairs of a plain or zipped TSV file.
 
     Raises:
+        FileNotFoundError: naming the missing file.
         TsvFormatError: naming the file and line of the first malformed line.
     """
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no such TSV file: {os.fspath(path)}")
     with _open_binary(os.fspath(path)) as (file, name):
         for line_number, raw in enumerate(file, start=1):
+            if line_number == 1:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark
             where = f"{name}, line {line_number}"
             line = _decode(raw, where)
             if line.strip():

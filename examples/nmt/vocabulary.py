@@ -41,6 +41,23 @@ def _nfkc_bytes(text: bytes) -> bytes:
 _nfkc = np.vectorize(_nfkc_bytes, otypes=[object])
 
 
+def _space_tokens(texts: tf.Tensor) -> tf.Tensor:
+    """Lower-cases and space-separates the tokens of NFKC-normalized ``texts``."""
+    texts = tf.strings.lower(texts, encoding="utf-8")
+    for pattern, rewrite in _SPACING:
+        texts = tf.strings.regex_replace(texts, pattern, rewrite)
+    return tf.strings.strip(texts)
+
+
+def standardize_without_nfkc(texts: tf.Tensor) -> tf.Tensor:
+    """``standardize`` minus its NFKC step: TensorFlow string ops only.
+
+    For a SavedModel, which cannot hold ``tf.numpy_function``; text that NFKC
+    would change (full-width characters, ligatures) may tokenize differently.
+    """
+    return _space_tokens(tf.convert_to_tensor(texts, dtype=tf.string))
+
+
 def standardize(texts: tf.Tensor) -> tf.Tensor:
     """NFKC-normalizes, lower-cases and space-separates tokens of ``texts``.
 
@@ -50,16 +67,35 @@ def standardize(texts: tf.Tensor) -> tf.Tensor:
     """
     texts = tf.convert_to_tensor(texts, dtype=tf.string)
     normalized = tf.numpy_function(_nfkc, [texts], tf.string, stateful=False)
-    normalized = tf.ensure_shape(normalized, texts.shape)
-    texts = tf.strings.lower(normalized, encoding="utf-8")
-    for pattern, rewrite in _SPACING:
-        texts = tf.strings.regex_replace(texts, pattern, rewrite)
-    return tf.strings.strip(texts)
+    return _space_tokens(tf.ensure_shape(normalized, texts.shape))
 
 
 def tokenize(texts: tf.Tensor) -> tf.RaggedTensor | tf.Tensor:
     """Standardized tokens: a ``(...,)`` string tensor gives ``(..., None)``."""
     return tf.strings.split(standardize(texts))
+
+
+def lookup_table(tokens: Sequence[str]) -> tf.lookup.StaticHashTable:
+    """Token -> int64 id (line number) table, ``UNK_ID`` for unknown tokens."""
+    initializer = tf.lookup.KeyValueTensorInitializer(
+        tf.constant(tuple(tokens)), tf.range(len(tokens), dtype=tf.int64)
+    )
+    return tf.lookup.StaticHashTable(initializer, default_value=UNK_ID)
+
+
+def detokenize(ids: tf.Tensor, tokens: tf.Tensor) -> tf.Tensor:
+    """``(..., T)`` ids -> ``(...)`` strings of ``tokens[ids]``, stopping at ``[END]``.
+
+    Padding and ``[START]`` are dropped; the tokens are joined by single
+    spaces. ``tokens`` is the ``(V,)`` string tensor of a vocabulary. Pure
+    TensorFlow ops: it runs in ``tf.function`` and in a SavedModel.
+    """
+    ids = tf.convert_to_tensor(ids, dtype=tf.int32)
+    before_end = tf.cumsum(tf.cast(ids == END_ID, tf.int32), axis=-1) == 0
+    keep = before_end & (ids != PAD_ID) & (ids != START_ID)
+    words = tf.where(keep, tf.gather(tokens, ids), "")
+    joined = tf.strings.reduce_join(words, axis=-1, separator=" ")
+    return tf.strings.strip(tf.strings.regex_replace(joined, " +", " "))
 
 
 class Vocabulary:
@@ -74,10 +110,7 @@ class Vocabulary:
             raise ValueError("Expected distinct tokens. Received duplicates.")
         self.tokens = tuple(tokens)
         self._token_tensor = tf.constant(self.tokens)
-        initializer = tf.lookup.KeyValueTensorInitializer(
-            self._token_tensor, tf.range(len(self.tokens), dtype=tf.int64)
-        )
-        self._table = tf.lookup.StaticHashTable(initializer, default_value=UNK_ID)
+        self._table = lookup_table(self.tokens)
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -111,14 +144,10 @@ class Vocabulary:
     def decode(self, ids: tf.Tensor) -> tf.Tensor:
         """``(..., T)`` ids -> ``(...)`` strings, stopping at ``[END]``.
 
-        Padding and ``[START]`` are dropped; the tokens are joined by spaces.
+        Padding and ``[START]`` are dropped; the tokens are joined by spaces
+        (``detokenize``).
         """
-        ids = tf.convert_to_tensor(ids, dtype=tf.int32)
-        before_end = tf.cumsum(tf.cast(ids == END_ID, tf.int32), axis=-1) == 0
-        keep = before_end & (ids != PAD_ID) & (ids != START_ID)
-        tokens = tf.where(keep, tf.gather(self._token_tensor, ids), "")
-        joined = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
-        return tf.strings.strip(tf.strings.regex_replace(joined, " +", " "))
+        return detokenize(ids, self._token_tensor)
 
 
 class Vocabularies(NamedTuple):

@@ -1,5 +1,31 @@
+import numbers
+from typing import Any, NamedTuple
+
 import keras
 from keras import ops
+
+from keras_attention.layers.base import BaseAttention
+
+
+class AttentionRNNState(NamedTuple):
+    """The state of an `AttentionRNNCell`, by name (see `unpack_state`).
+
+    Attributes:
+        cell_states: list of the wrapped cell's states (`[h]` for a GRU,
+            `[h, c]` for an LSTM), each `(B, units)`.
+        attention: `a_{t-1}`, the attentional vector `(B, attention_size)`.
+        weights: `w_{t-1}`, the attention weights `(B, Tv)` or `(B, H, Tv)`.
+        keys: the memory's projected keys (`attention.project_memory`).
+        values: the memory's projected values.
+        mask: boolean `(B, Tv)`, True on real memory positions.
+    """
+
+    cell_states: list
+    attention: Any
+    weights: Any
+    keys: Any
+    values: Any
+    mask: Any
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -27,6 +53,9 @@ class AttentionRNNCell(keras.layers.Layer):
     `(B, attention_size)`, `w_{t-1}` (the attention weights of the previous
     step), and the memory: projected keys, projected values and the memory
     mask as 0/1 floats `(B, Tv)`. The memory parts never change over time.
+    Read it by name with `unpack_state(states)` (an `AttentionRNNState`) or
+    `attention_weights(states)`, and write it with `pack_state(state)`;
+    do not index the list.
 
     Args:
         cell: a Keras RNN cell (`GRUCell`, `LSTMCell`, ...).
@@ -63,23 +92,36 @@ class AttentionRNNCell(keras.layers.Layer):
         self.attention = (
             keras.layers.deserialize(attention) if isinstance(attention, dict) else attention
         )
-        for name, value in (("cell", self.cell), ("attention", self.attention)):
-            if not isinstance(value, keras.layers.Layer):
-                raise TypeError(
-                    f"AttentionRNNCell: `{name}` must be a Keras layer. Received: {value!r}"
-                )
+        if not isinstance(self.cell, keras.layers.Layer):
+            raise TypeError(
+                f"AttentionRNNCell: `cell` must be a Keras layer. Received: {self.cell!r}"
+            )
         if not hasattr(self.cell, "state_size"):
             raise TypeError(
                 f"AttentionRNNCell: `cell` must be an RNN cell with a `state_size`. "
                 f"Received: {type(self.cell).__name__}"
             )
-        if attention_layer_size is not None and (
-            not isinstance(attention_layer_size, int) or attention_layer_size < 1
-        ):
-            raise ValueError(
-                "AttentionRNNCell: `attention_layer_size` must be a positive integer "
-                f"or None. Received: attention_layer_size={attention_layer_size!r}"
+        if not isinstance(self.attention, BaseAttention):
+            raise TypeError(
+                "AttentionRNNCell: `attention` must be an attention layer of "
+                "keras_attention (a `keras_attention.layers.BaseAttention`, with "
+                "`project_memory` and `attend`), such as BahdanauAttention or MultiHead. "
+                f"Received: {self.attention!r}"
             )
+        if attention_layer_size is not None:
+            if isinstance(attention_layer_size, bool) or not isinstance(
+                attention_layer_size, numbers.Integral
+            ):
+                raise TypeError(
+                    "AttentionRNNCell: `attention_layer_size` must be an integer or None. "
+                    f"Received: attention_layer_size={attention_layer_size!r}"
+                )
+            if attention_layer_size < 1:
+                raise ValueError(
+                    "AttentionRNNCell: `attention_layer_size` must be a positive integer "
+                    f"or None. Received: attention_layer_size={attention_layer_size!r}"
+                )
+            attention_layer_size = int(attention_layer_size)
         self.attention_layer_size = attention_layer_size
         self.return_attention_weights = bool(return_attention_weights)
         self._memory_shapes = None
@@ -197,6 +239,42 @@ class AttentionRNNCell(keras.layers.Layer):
             ops.cast(value_mask, self.compute_dtype),
         ]
 
+    def unpack_state(self, states):
+        """The flat state list of this cell as an `AttentionRNNState`.
+
+        The memory mask comes back boolean. Works on the states that
+        `initial_state` returns and on those a step of the cell returns.
+        """
+        states = list(states)
+        count = len(self._cell_state_sizes)
+        if len(states) != count + 5:
+            raise ValueError(
+                f"AttentionRNNCell: expected {count + 5} states ({count} of the wrapped "
+                f"cell, then attention, weights, keys, values, mask). "
+                f"Received: {len(states)} states"
+            )
+        attention, weights, keys, values, mask = states[count:]
+        return AttentionRNNState(
+            states[:count], attention, weights, keys, values, ops.greater(mask, 0.5)
+        )
+
+    def pack_state(self, state):
+        """The flat state list (what `keras.layers.RNN` carries) of an `AttentionRNNState`."""
+        if not isinstance(state, AttentionRNNState):
+            raise TypeError(
+                "AttentionRNNCell.pack_state: expected an AttentionRNNState. "
+                f"Received: {type(state).__name__}"
+            )
+        cell_states = state.cell_states
+        if not isinstance(cell_states, (list, tuple)):
+            cell_states = [cell_states]
+        mask = ops.cast(state.mask, self.compute_dtype)
+        return [*cell_states, state.attention, state.weights, state.keys, state.values, mask]
+
+    def attention_weights(self, states):
+        """The last step's attention weights `(B, Tv)` or `(B, H, Tv)` of a state list."""
+        return self.unpack_state(states).weights
+
     def get_initial_state(self, batch_size=None):
         raise ValueError(
             "AttentionRNNCell needs its memory in the initial state: pass "
@@ -207,11 +285,14 @@ class AttentionRNNCell(keras.layers.Layer):
     # ------------------------------------------------------------ step
     def call(self, inputs, states, training=None):
         count = len(self._cell_state_sizes)
+        # The layout of `pack_state`, read in place: `unpack_state`'s cast of
+        # the mask would cost a comparison per step for nothing.
         cell_states, previous_attention = list(states[:count]), states[count]
         key_features, value_features, memory_mask = states[count + 2 :]
         cell_input = ops.concatenate([inputs, ops.cast(previous_attention, inputs.dtype)], -1)
         cell_output, new_cell_states = self.cell(cell_input, cell_states, training=training)
-        new_cell_states = new_cell_states if isinstance(new_cell_states, (list, tuple)) else [new_cell_states]
+        if not isinstance(new_cell_states, (list, tuple)):
+            new_cell_states = [new_cell_states]
         context, weights = self.attention.attend(
             cell_output, key_features, value_features,
             value_mask=ops.greater(memory_mask, 0.5),
@@ -223,7 +304,9 @@ class AttentionRNNCell(keras.layers.Layer):
         outputs = [cell_output, attention]
         if self.return_attention_weights:
             outputs.append(ops.reshape(weights, (ops.shape(weights)[0], -1)))  # (B, [H*]Tv)
-        new_states = [*new_cell_states, attention, weights, key_features, value_features, memory_mask]
+        new_states = [
+            *new_cell_states, attention, weights, key_features, value_features, memory_mask
+        ]
         return ops.concatenate(outputs, -1), new_states
 
     def get_config(self):

@@ -12,8 +12,8 @@ if keras.backend.backend() != "tensorflow":
 
 tf = pytest.importorskip("tensorflow")
 
-from examples.nmt import data, decoding, evaluate, export  # noqa: E402
-from examples.nmt.model import ATTENTIONS, Seq2SeqDecoder, build_model  # noqa: E402
+from examples.nmt import data, decoding, evaluate, export, vocabulary  # noqa: E402
+from examples.nmt.model import ATTENTIONS, build_model, step_fn  # noqa: E402
 
 SOURCE = np.array([[5, 6, 7, 0, 0], [4, 5, 6, 7, 8], [9, 0, 0, 0, 0]], "int32")
 TARGET_IN = np.array([[2, 5, 6, 7], [2, 9, 4, 0], [2, 4, 0, 0]], "int32")
@@ -31,13 +31,12 @@ def tiny_model(attention="bahdanau", decoder="bahdanau", rnn="gru"):
 @pytest.mark.parametrize("attention", ATTENTIONS)
 def test_step_by_step_equals_teacher_forcing(attention, decoder):
     model = tiny_model(attention, decoder)
-    expected = tf.nn.log_softmax(model([SOURCE, TARGET_IN])).numpy()  # (B, Tt, V)
-    step_decoder = Seq2SeqDecoder(model)
-    state = step_decoder.initial_state(SOURCE)
+    expected = model([SOURCE, TARGET_IN]).numpy()  # (B, Tt, V) logits
+    state, memory = model.initial_state(SOURCE)
     steps = []
     for t in range(TARGET_IN.shape[1]):
-        log_probs, state, weights = step_decoder.step(TARGET_IN[:, t], state, t)
-        steps.append(log_probs.numpy())
+        logits, state, weights = model.step(TARGET_IN[:, t], state, memory)
+        steps.append(logits.numpy())
         assert tuple(weights.shape) == SOURCE.shape
         np.testing.assert_allclose(weights.numpy().sum(-1), 1.0, atol=1e-5)
         assert np.all(weights.numpy()[SOURCE == 0] == 0)  # padding gets no weight
@@ -48,10 +47,9 @@ def test_step_by_step_equals_teacher_forcing(attention, decoder):
 def test_lstm_step_by_step_equals_teacher_forcing():
     model = tiny_model("luong", "bahdanau", rnn="lstm")
     expected = tf.nn.log_softmax(model([SOURCE, TARGET_IN])).numpy()
-    step_decoder = Seq2SeqDecoder(model)
-    state = step_decoder.initial_state(SOURCE)
+    search_state = model.initial_state(SOURCE)
     for t in range(TARGET_IN.shape[1]):
-        log_probs, state, _ = step_decoder.step(TARGET_IN[:, t], state, t)
+        log_probs, search_state, _ = step_fn(model)(TARGET_IN[:, t], search_state, t)
         real = TARGET_IN[:, t] != 0
         np.testing.assert_allclose(log_probs.numpy()[real], expected[real, t], atol=1e-5)
 
@@ -59,10 +57,9 @@ def test_lstm_step_by_step_equals_teacher_forcing():
 @pytest.mark.parametrize("decoder", ["bahdanau", "luong"])
 def test_beam_size_one_equals_greedy(decoder):
     model = tiny_model("multihead", decoder)
-    step_decoder = Seq2SeqDecoder(model)
-    greedy = evaluate.make_translate_fn(step_decoder, max_length=7)(SOURCE)
-    state = step_decoder.initial_state(SOURCE)
-    beam = decoding.beam_search(step_decoder.step, state, data.START_ID, data.END_ID, 7, 1)
+    greedy = evaluate.make_translate_fn(model, max_length=7)(SOURCE)
+    state = model.initial_state(SOURCE)
+    beam = decoding.beam_search(step_fn(model), state, data.START_ID, data.END_ID, 7, 1)
     np.testing.assert_array_equal(beam.ids[:, 0].numpy(), greedy.ids.numpy())
     np.testing.assert_allclose(beam.log_probs[:, 0].numpy(), greedy.log_probs.numpy(), atol=1e-5)
     np.testing.assert_allclose(beam.attention[:, 0].numpy(), greedy.attention.numpy(), atol=1e-6)
@@ -93,22 +90,53 @@ def test_exported_translator_matches_keras_greedy_search(tmp_path):
     translator = tf.saved_model.load(path)
     outputs = translator.translate(tf.constant(sentences))
     source_ids = data.encode_texts(tf.constant(sentences), vocabularies.source)
-    expected = evaluate.make_translate_fn(Seq2SeqDecoder(model), max_length=6)(source_ids)
+    expected = evaluate.make_translate_fn(model, max_length=6)(source_ids)
     lengths = outputs["target_length"].numpy()
-    np.testing.assert_array_equal(lengths, expected.lengths.numpy())
+    np.testing.assert_array_equal(lengths[:2], expected.lengths.numpy()[:2])
+    assert lengths[2] == 0  # no tokens: no invented output
     np.testing.assert_allclose(
-        outputs["attention"].numpy(), expected.attention.numpy()[..., : source_ids.shape[1]],
-        atol=1e-5,
+        outputs["attention"].numpy()[:2],
+        expected.attention.numpy()[:2, :, : source_ids.shape[1]], atol=1e-5,
     )
+    np.testing.assert_array_equal(outputs["attention"].numpy()[2], 0.0)
     translations = vocabularies.target.decode(expected.ids).numpy()
-    np.testing.assert_array_equal(outputs["translation"].numpy(), translations)
+    np.testing.assert_array_equal(outputs["translation"].numpy()[:2], translations[:2])
+    assert outputs["translation"].numpy()[2] == b""
     assert [t.decode() for t in outputs["source_tokens"].numpy()[0]] == [
         "may", "9", "th", ",", "1998"
     ]
+    np.testing.assert_array_equal(outputs["source_length"].numpy(), [5, 2, 0])
+    np.testing.assert_array_equal(outputs["unknown_tokens"].numpy(), [0, 1, 0])
+    # The most output tokens is an input, with the export's value as default.
+    short = translator.translate(tf.constant(sentences[:2]), tf.constant(2))
+    assert short["attention"].shape[1] == 2
+    np.testing.assert_array_equal(short["target_length"].numpy(), np.minimum(lengths[:2], 2))
+    np.testing.assert_array_equal(
+        short["target_tokens"].numpy(), outputs["target_tokens"].numpy()[:2, :2]
+    )
+
+
+def test_saved_and_reloaded_model_steps_like_the_original(tmp_path):
+    model = tiny_model("bahdanau", "bahdanau", rnn="lstm")
+    model.save(tmp_path / "model.keras")
+    reloaded = keras.saving.load_model(tmp_path / "model.keras", compile=False)
+    assert type(reloaded) is type(model) and reloaded.get_config() == model.get_config()
+    expected = evaluate.make_translate_fn(model, max_length=5)(SOURCE)
+    got = evaluate.make_translate_fn(reloaded, max_length=5)(SOURCE)
+    np.testing.assert_array_equal(got.ids.numpy(), expected.ids.numpy())
+    np.testing.assert_allclose(got.attention.numpy(), expected.attention.numpy(), atol=1e-6)
+
+
+def test_detokenize_stops_at_end_and_drops_specials():
+    tokens = tf.constant(["[PAD]", "[UNK]", "[START]", "[END]", "a", "b"])
+    ids = tf.constant([[2, 4, 1, 5, 3, 4], [4, 0, 5, 0, 0, 0], [3, 4, 4, 4, 4, 4]])
+    np.testing.assert_array_equal(
+        vocabulary.detokenize(ids, tokens).numpy(), [b"a [UNK] b", b"a b", b""]
+    )
 
 
 def test_pure_standardization_matches_training_standardization_on_ascii():
     texts = tf.constant(["May 9th, 1998", "THE 3RD OF JUNE '01", " a\tb  (c) "])
     np.testing.assert_array_equal(
-        export.standardize_pure(texts).numpy(), data.standardize(texts).numpy()
+        vocabulary.standardize_without_nfkc(texts).numpy(), data.standardize(texts).numpy()
     )

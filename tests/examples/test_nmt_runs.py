@@ -1,0 +1,298 @@
+"""The NMT scripts' reliability: bad flags and data, used folders, resumption, export failures.
+
+Every refusal is one line on stderr and exit status 2, before any training.
+The fault-injection test (``--run-slow``) kills a run at random points and
+checks that the resumed run ends like an uninterrupted one.
+"""
+
+import csv
+import json
+import os
+import pathlib
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import keras
+import numpy as np
+import pytest
+
+if keras.backend.backend() != "tensorflow":
+    pytest.skip("examples.nmt is TensorFlow-based", allow_module_level=True)
+
+tf = pytest.importorskip("tensorflow")
+
+from examples.nmt import checkpointing, train, translate, tsv  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def tiny_args(data_dir, output_dir, *extra):
+    return [
+        "--dataset", "date_normalization/small", "--data-dir", str(data_dir),
+        "--max-examples", "64", "--units", "8", "--embedding-dim", "8",
+        "--batch-size", "32", "--epochs", "1", "--samples", "1", "--max-length", "24",
+        "--max-decode-length", "12", "--output-dir", str(output_dir), *extra,
+    ]
+
+
+def exits_with_usage_error(capsys, function, argv, *needles):
+    with pytest.raises(SystemExit) as raised:
+        function(argv)
+    assert raised.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert "error:" in error, error
+    for needle in needles:
+        assert needle in error, error
+    return error
+
+
+@pytest.mark.parametrize(
+    "flags, needle",
+    [
+        (["--epochs", "0"], "--epochs: expected an integer >= 1, received 0"),
+        (["--epochs", "-3"], "--epochs"),
+        (["--batch-size", "0"], "--batch-size"),
+        (["--batch-size", "-5"], "--batch-size"),
+        (["--num-heads", "0"], "--num-heads"),
+        (["--attention", "multihead", "--num-heads", "3"], "divisor of --units"),
+        (["--max-length", "0"], "--max-length"),
+        (["--max-length", "1"], "--max-length: expected an integer >= 2"),
+        (["--vocab-size", "0"], "--vocab-size"),
+        (["--max-examples", "0"], "--max-examples"),
+        (["--beam-size", "0"], "--beam-size"),
+        (["--units", "7"], "--units: expected an even number"),
+        (["--dropout", "1.5"], "--dropout"),
+    ],
+)
+def test_bad_flags_exit_2_before_any_work(flags, needle, tmp_path, capsys):
+    out = tmp_path / "run"
+    exits_with_usage_error(capsys, train.main, ["--output-dir", str(out), *flags], needle)
+    assert not out.exists()
+
+
+def test_translate_rejects_bad_flags_and_missing_runs(tmp_path, capsys):
+    exits_with_usage_error(capsys, translate.main, ["--beam-size", "0", "x"], "--beam-size")
+    exits_with_usage_error(capsys, translate.main, ["--model", str(tmp_path), "x"],
+                           "no trained run", str(tmp_path))
+
+
+def test_tsv_problems_are_one_line_errors(tmp_path, capsys):
+    missing = tmp_path / "missing.tsv"
+    exits_with_usage_error(capsys, train.main, ["--dataset", f"tsv:{missing}", "--output-dir",
+                                                 str(tmp_path / "a")], str(missing))
+    small = tmp_path / "small.tsv"
+    small.write_text("".join(f"word{i}\tmot{i}\n" for i in range(5)), encoding="utf-8")
+    error = exits_with_usage_error(
+        capsys, train.main, ["--dataset", f"tsv:{small}", "--output-dir", str(tmp_path / "b")],
+        str(small), "5 sentence pairs give", "every split needs one",
+    )
+    assert len(error.splitlines()) == 1
+
+
+def test_tsv_byte_order_mark_is_not_part_of_the_first_word(tmp_path):
+    path = tmp_path / "bom.tsv"
+    path.write_bytes("\ufeffHello.\tBonjour.\nBye.\tSalut.\n".encode())
+    assert list(tsv.read_pairs(path)) == [("Hello.", "Bonjour."), ("Bye.", "Salut.")]
+
+
+def test_used_output_dir_is_refused_unless_same_settings_or_overwrite(
+    date_data_dir, tmp_path, capsys
+):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    exits_with_usage_error(capsys, train.main, tiny_args(date_data_dir, out), "--overwrite",
+                           "no config.json")
+    (out / "config.json").write_text(json.dumps({"epochs": 5}))
+    exits_with_usage_error(capsys, train.main, tiny_args(date_data_dir, out),
+                           "--epochs 5 there, 1 here", "--overwrite")
+    assert (out / "config.json").read_text() == json.dumps({"epochs": 5})  # untouched
+
+
+@pytest.fixture(scope="module")
+def finished_run(date_data_dir, tmp_path_factory):
+    """A finished tiny run, exported."""
+    out = tmp_path_factory.mktemp("finished") / "run"
+    train.main(tiny_args(date_data_dir, out))
+    return out
+
+
+def history_epochs(out):
+    with open(out / "history.csv", encoding="utf-8") as file:
+        return [int(row["epoch"]) for row in csv.DictReader(file)]
+
+
+def test_blocked_export_keeps_metrics_and_a_rerun_exports_without_training(
+    finished_run, date_data_dir, tmp_path, capsys
+):
+    out = tmp_path / "run"
+    shutil.copytree(finished_run, out)
+    first = json.loads((out / "metrics.json").read_text())
+    (out / "metrics.json").unlink()
+    shutil.rmtree(out / "saved_model")
+    (out / "saved_model").write_text("in the way")
+    argv = tiny_args(date_data_dir, out, "--no-evaluate")  # same settings
+    exits_with_usage_error(capsys, train.main, argv, "could not write the SavedModel",
+                           str(out / "saved_model"))
+    again = json.loads((out / "metrics.json").read_text())  # written before the export
+    for key in ("best_epoch", "train_seconds"):
+        assert again[key] == first[key], key
+    (out / "saved_model").unlink()
+    train.main(argv)
+    assert (out / "saved_model" / "saved_model.pb").exists()
+    assert history_epochs(out) == [0]  # not trained again, no duplicate rows
+    assert "is done: evaluating and exporting" in capsys.readouterr().out
+
+
+def test_overwrite_replaces_an_earlier_run(finished_run, date_data_dir, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(finished_run, out)
+    (out / "notes.txt").write_text("mine")
+    train.main(tiny_args(date_data_dir, out, "--no-export", "--no-evaluate", "--batch-size", "16",
+                         "--overwrite"))
+    assert history_epochs(out) == [0]
+    assert json.loads((out / "config.json").read_text())["batch_size"] == 16
+    assert not (out / "saved_model").exists()
+    assert (out / "notes.txt").read_text() == "mine"  # only the run's own outputs go
+
+
+def test_translate_empty_truncated_and_unknown_sentences(finished_run, date_data_dir, tmp_path,
+                                                         capsys):
+    out = finished_run
+    long = " ".join(["9 may 1998"] * 10)  # 30 tokens > --max-length 24
+    sentences = ["", "may 9 1998", long, "zzz qqq"]
+    for flags in ([], ["--keras"]):
+        results = translate.main(["--model", str(out), "--plots-dir", str(tmp_path), *flags,
+                                  *sentences])
+        assert results[0]["translation"] == "" and results[0]["target"] == []
+        err = capsys.readouterr().err
+        assert "sentence 1 ('') has no tokens" in err
+        assert "sentence 3 has 30 tokens: only the first 24" in err
+        assert "sentence 4 ('zzz qqq') has only words the model does not know" in err
+        assert "sentence 2" not in err
+        if not flags:
+            exported = [r["translation"] for r in results]
+        else:
+            assert [r["translation"] for r in results] == exported
+    # --max-decode-length reaches the SavedModel.
+    short = translate.main(["--model", str(out), "--max-decode-length", "2", "may 9 1998"])
+    assert len(short[0]["target"]) <= 2
+
+
+def fake_epoch(callbacks, model, epoch, val_loss):
+    model.layers[-1].kernel.assign(np.full((2, 1), float(epoch), "float32"))
+    for callback in callbacks:
+        callback.on_epoch_end(epoch, {"loss": 1.0, "val_loss": val_loss})
+
+
+def compiled_model():
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, use_bias=False)])
+    model.compile("adam", "mse")
+    model.optimizer.build(model.trainable_variables)
+    return model
+
+
+def checkpoint_callbacks(directory, model):
+    stopping = keras.callbacks.EarlyStopping(patience=2)
+    (directory / "backup").mkdir(exist_ok=True)
+    checkpoint = checkpointing.RunCheckpoint(str(directory / "backup"), stopping,
+                                             str(directory / "history.csv"))
+    for callback in (stopping, checkpoint):
+        callback.set_model(model)
+    return stopping, checkpoint
+
+
+def test_resumed_run_keeps_the_best_epoch_and_early_stopping_state(tmp_path):
+    losses = [1.0, 0.5, 0.7, 0.8]  # best: epoch 1; patience 2 stops after epoch 3
+    model = compiled_model()
+    stopping, checkpoint = checkpoint_callbacks(tmp_path, model)
+    checkpoint.on_train_begin()
+    stopping.on_train_begin()
+    for epoch in range(3):
+        fake_epoch([stopping, checkpoint], model, epoch, losses[epoch])
+    # "Killed" here; a new process resumes.
+    model = compiled_model()
+    stopping, checkpoint = checkpoint_callbacks(tmp_path, model)
+    assert checkpoint.restore(model) == 3
+    np.testing.assert_array_equal(model.layers[-1].kernel.numpy(), 2.0)  # last epoch's weights
+    stopping.on_train_begin()
+    checkpoint.on_train_begin()
+    assert (stopping.wait, stopping.best, stopping.best_epoch) == (1, 0.5, 1)
+    fake_epoch([stopping, checkpoint], model, 3, losses[3])
+    assert model.stop_training and checkpoint.state["stopped"]
+    assert checkpoint.state["best_epoch"] == 1
+    checkpoint.restore_best(model)
+    np.testing.assert_array_equal(model.layers[-1].kernel.numpy(), 1.0)  # best epoch's
+    assert history_epochs(tmp_path) == [0, 1, 2, 3]
+    assert sorted(os.listdir(tmp_path / "backup")) == [
+        "best_1.weights.h5", "epoch_4.weights.h5", "state.json"
+    ]
+
+
+@pytest.mark.slow
+def test_killed_five_times_ends_like_an_uninterrupted_run(date_data_dir, tmp_path):
+    """SIGKILL at random moments, resume each time: same best epoch and test metrics."""
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONPATH": str(ROOT),
+           "TF_CPP_MIN_LOG_LEVEL": "3"}
+
+    def argv(out):
+        return [sys.executable, "-m", "examples.nmt.train",
+                *tiny_args(date_data_dir, out, "--epochs", "3", "--max-examples", "1000",
+                           "--batch-size", "8", "--units", "16", "--no-export", "--samples",
+                           "0")]
+
+    def wait_for(process, log, text):
+        while process.poll() is None and text not in log.read_text(errors="replace"):
+            time.sleep(0.02)
+        return time.perf_counter()
+
+    def launch(out, log):
+        """Starts a run; returns it once ``fit`` starts (after its "Training" line)."""
+        process = subprocess.Popen(argv(out), cwd=ROOT, env=env, stdout=log.open("w"),
+                                   stderr=subprocess.STDOUT)
+        wait_for(process, log, "Training nmt_")
+        return process
+
+    reference, log = tmp_path / "reference", tmp_path / "reference.log"
+    process = launch(reference, log)
+    fit_start = time.perf_counter()
+    fit_seconds = wait_for(process, log, "Best epoch:") - fit_start
+    assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
+    out = tmp_path / "killed"
+    rng = random.Random(0)
+    epochs_at_kills = []
+
+    def epochs_done():
+        state = checkpointing.RunCheckpoint.load_state(str(out / "backup"))
+        return None if state is None else state["epochs_done"]
+
+    for attempt in range(5):
+        before = epochs_done() or 0
+        process = launch(out, tmp_path / f"attempt_{attempt}.log")
+        if attempt % 2 == 0 and before < 2:  # let it commit one more epoch first
+            while process.poll() is None and (epochs_done() or 0) <= before:
+                time.sleep(0.02)
+        # Then a random point of the next epoch: training, validation or saving.
+        time.sleep(rng.uniform(0.0, 0.8) * fit_seconds / 3)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        epochs_at_kills.append(epochs_done())
+    print(f"epochs done at the kills: {epochs_at_kills}; fit took {fit_seconds:.1f} s")
+    # Kills interrupted training (a state was left), some after committed epochs.
+    assert sum(epochs is not None for epochs in epochs_at_kills) >= 2, epochs_at_kills
+    assert any(epochs_at_kills), epochs_at_kills
+    done = subprocess.run(argv(out), cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    expected = json.loads((reference / "metrics.json").read_text())
+    got = json.loads((out / "metrics.json").read_text())
+    for key in ("best_epoch", "exact_match", "bleu", "chrf", "alignment_accuracy"):
+        assert got[key] == expected[key], (key, got, expected)
+    assert history_epochs(out) == history_epochs(reference) == [0, 1, 2]
+    with open(reference / "history.csv") as a, open(out / "history.csv") as b:
+        for row_a, row_b in zip(csv.DictReader(a), csv.DictReader(b)):
+            assert float(row_a["val_loss"]) == pytest.approx(float(row_b["val_loss"]), rel=1e-5)
