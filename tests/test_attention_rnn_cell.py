@@ -70,7 +70,7 @@ def test_state_by_name_round_trip(rnn, rng):
     assert tuple(state.attention.shape) == (2, 5)
     np.testing.assert_array_equal(to_numpy(state.attention), 0.0)
     assert tuple(state.weights.shape) == (2, 2, 6)
-    keys, values = cell.attention.project_memory(encoder, encoder)
+    keys, values = cell.attention.project_memory(encoder, encoder, mask)  # masked rows zeroed
     np.testing.assert_allclose(to_numpy(state.keys), to_numpy(keys), atol=1e-6)
     np.testing.assert_allclose(to_numpy(state.values), to_numpy(values), atol=1e-6)
     packed = cell.pack_state(state)
@@ -184,9 +184,9 @@ def test_bad_arguments():
         AttentionRNNCell(keras.layers.GRUCell(4), keras.layers.Dense(4))
     with pytest.raises(TypeError, match="`cell` must be a Keras layer"):
         AttentionRNNCell("gru", ScaledDotProduct())
-    with pytest.raises(TypeError, match="attention_layer_size=True"):
+    with pytest.raises(ValueError, match="attention_layer_size=True"):
         AttentionRNNCell(keras.layers.GRUCell(4), ScaledDotProduct(), attention_layer_size=True)
-    with pytest.raises(TypeError, match="attention_layer_size=4.0"):
+    with pytest.raises(ValueError, match="attention_layer_size=4.0"):
         AttentionRNNCell(keras.layers.GRUCell(4), ScaledDotProduct(), attention_layer_size=4.0)
     numpy_size = AttentionRNNCell(
         keras.layers.GRUCell(4), ScaledDotProduct(), attention_layer_size=np.int64(4)

@@ -1,8 +1,9 @@
-import numbers
 from typing import Any, NamedTuple
 
 import keras
 from keras import ops
+
+from keras_attention import validation
 
 from keras_attention.layers.base import BaseAttention
 
@@ -108,21 +109,10 @@ class AttentionRNNCell(keras.layers.Layer):
                 "`project_memory` and `attend`), such as BahdanauAttention or MultiHead. "
                 f"Received: {self.attention!r}"
             )
-        if attention_layer_size is not None:
-            if isinstance(attention_layer_size, bool) or not isinstance(
-                attention_layer_size, numbers.Integral
-            ):
-                raise TypeError(
-                    "AttentionRNNCell: `attention_layer_size` must be an integer or None. "
-                    f"Received: attention_layer_size={attention_layer_size!r}"
-                )
-            if attention_layer_size < 1:
-                raise ValueError(
-                    "AttentionRNNCell: `attention_layer_size` must be a positive integer "
-                    f"or None. Received: attention_layer_size={attention_layer_size!r}"
-                )
-            attention_layer_size = int(attention_layer_size)
-        self.attention_layer_size = attention_layer_size
+        self.attention_layer_size = validation.integer(
+            "AttentionRNNCell", "attention_layer_size", attention_layer_size, allow_none=True
+        )
+        attention_layer_size = self.attention_layer_size
         self.return_attention_weights = bool(return_attention_weights)
         self._memory_shapes = None
         self.attention_dense = None
@@ -218,7 +208,9 @@ class AttentionRNNCell(keras.layers.Layer):
         """
         key = value if key is None else key
         self._build_memory(value.shape, key.shape)
-        key_features, value_features = self.attention.project_memory(key, value)
+        # Masked positions are zeroed before projection: whatever they hold
+        # never reaches an output or a gradient.
+        key_features, value_features = self.attention.project_memory(key, value, value_mask)
         # Zeros shaped from `value` itself, so that symbolic batch sizes work.
         per_key = ops.zeros_like(ops.cast(value[..., 0], self.compute_dtype))  # (B, Tv)
         per_row = per_key[:, :1]  # (B, 1)
