@@ -32,7 +32,8 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from layers import SCOPE, compiled_step  # this folder's helpers
+from layers import SCOPE  # this folder's helpers
+from layers import compiled_step  # this folder's helpers
 
 
 def alternate(steps: dict, warmup: int, count: int) -> dict:
@@ -103,7 +104,8 @@ def study_tensorflow(args) -> None:
 
     cores = {
         (form, xla): (tf.function(tf_core(form), jit_compile=True) if xla else tf_core(form))
-        for form in ("matmul", "reduce", "by_hand") for xla in (False, True)
+        for form in ("matmul", "reduce", "by_hand")
+        for xla in (False, True)
     }
 
     def fast(form: str, xla: bool):
@@ -130,7 +132,8 @@ def study_tensorflow(args) -> None:
     ours_step = compiled_step(lambda q, v: ours(q, v), [ours], jit=False)
     steps = {
         "keras AdditiveAttention, tf.function": compiled_step(
-            lambda q, v: theirs([q, v]), [theirs], jit=False),
+            lambda q, v: theirs([q, v]), [theirs], jit=False
+        ),
         "(a) ours exact layer, tf.function": ours_step,
     }
     for form in ("matmul", "reduce"):
@@ -139,12 +142,15 @@ def study_tensorflow(args) -> None:
             step = compiled_step(fast(form, xla), [ours], False)
             steps[f"({'b' if xla else 'c'}) {label}"] = step
     steps["(c) reduce form, hand-written backward, XLA core"] = compiled_step(
-        fast("by_hand", True), [ours], False)
+        fast("by_hand", True), [ours], False
+    )
     steps["(c) ours exact layer, whole step XLA"] = compiled_step(
-        lambda q, v: ours(q, v), [ours], jit=True)
+        lambda q, v: ours(q, v), [ours], jit=True
+    )
     steps["(c) reduce core, whole step XLA"] = compiled_step(fast("reduce", False), [ours], True)
     steps["(c) XLA core nested in whole-step XLA"] = compiled_step(
-        fast("matmul", True), [ours], True)
+        fast("matmul", True), [ours], True
+    )
     steps["(b) matmul core XLA, eager tape"] = eager_step(fast("matmul", True), ours)
     steps["(b) reduce core XLA, eager tape"] = eager_step(fast("reduce", True), ours)
     steps["keras AdditiveAttention, eager tape"] = eager_step(lambda q, v: theirs([q, v]), theirs)
@@ -155,8 +161,10 @@ def study_tensorflow(args) -> None:
     run = {name: (lambda s=s: s(q, value)[0].numpy()) for name, s in steps.items()}
     times = alternate(run, args.warmup, args.steps)
     base = times["keras AdditiveAttention, tf.function"]
-    print(f"\nB={b} Tq=Tv={t} d=units={d}, {os.cpu_count()} CPUs, load "
-          f"{os.getloadavg()[0]:.1f}, median of {args.steps} fwd+bwd steps")
+    print(
+        f"\nB={b} Tq=Tv={t} d=units={d}, {os.cpu_count()} CPUs, load "
+        f"{os.getloadavg()[0]:.1f}, median of {args.steps} fwd+bwd steps"
+    )
     print("| variant | ms | vs AdditiveAttention (tf.function, no XLA) |\n|---|---:|---:|")
     for name, ms in times.items():
         print(f"| {name} | {ms:.1f} | {ms / base:.2f} |")
@@ -210,8 +218,10 @@ def first_call_seconds(cores, ours, q, value) -> None:
             out = cores["matmul", True](ours.query_dense(qs), ours.key_dense(vs), vs, v)
             loss = tf.reduce_sum(out)
         tape.gradient(loss, qs).numpy()
-        print(f"first call of the XLA core at T={length} (trace+compile, fwd+bwd): "
-              f"{time.perf_counter() - start:.2f} s")
+        print(
+            f"first call of the XLA core at T={length} (trace+compile, fwd+bwd): "
+            f"{time.perf_counter() - start:.2f} s"
+        )
 
 
 def detection() -> None:
@@ -300,17 +310,26 @@ def study_jax(args) -> None:
     rng = np.random.default_rng(0)
     qp, kp, value = (jnp.asarray(rng.normal(size=(b, t, d)), "float32") for _ in range(3))
     v = jnp.asarray(rng.normal(size=(d,)), "float32")
-    steps = {f"{form} core, jax.jit": (lambda f=core(form): jax.block_until_ready(
-        f(qp, kp, value, v))) for form in ("matmul", "reduce")}
+    steps = {
+        f"{form} core, jax.jit": (lambda f=core(form): jax.block_until_ready(f(qp, kp, value, v)))  # noqa: B008
+        for form in ("matmul", "reduce")
+    }
     out = {f: core(f)(qp, kp, value, v) for f in ("matmul", "reduce")}
-    diff = max(float(jnp.max(jnp.abs(a - c)) / jnp.max(jnp.abs(c))) for a, c in zip(
-        jax.tree_util.tree_leaves(out["matmul"]), jax.tree_util.tree_leaves(out["reduce"])))
+    diff = max(
+        float(jnp.max(jnp.abs(a - c)) / jnp.max(jnp.abs(c)))
+        for a, c in zip(
+            jax.tree_util.tree_leaves(out["matmul"]), jax.tree_util.tree_leaves(out["reduce"])
+        )
+    )
     print(f"matmul vs reduce form, value and gradients: max relative difference {diff:.1e}")
 
     for label, layer, call in (
         ("keras AdditiveAttention", keras.layers.AdditiveAttention(), lambda f, q, x: f([q, x])),
-        ("ours exact layer", ka.BahdanauAttention(units=d, implementation="exact"),
-         lambda f, q, x: f(q, x)),
+        (
+            "ours exact layer",
+            ka.BahdanauAttention(units=d, implementation="exact"),
+            lambda f, q, x: f(q, x),
+        ),
     ):
         call(layer, qp, value)
         variables = layer.trainable_variables
@@ -321,12 +340,13 @@ def study_jax(args) -> None:
 
         grad = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2)))
         values = [w.value for w in variables]
-        steps[f"{label}, jax.jit"] = (lambda g=grad, w=values: jax.block_until_ready(
-            g(w, qp, value)))
+        steps[f"{label}, jax.jit"] = lambda g=grad, w=values: jax.block_until_ready(g(w, qp, value))
     times = alternate(steps, args.warmup, args.steps)
     base = times["keras AdditiveAttention, jax.jit"]
-    print(f"\nB={b} Tq=Tv={t} d=units={d}, {os.cpu_count()} CPUs, load "
-          f"{os.getloadavg()[0]:.1f}, median of {args.steps} fwd+bwd steps (JAX, CPU)")
+    print(
+        f"\nB={b} Tq=Tv={t} d=units={d}, {os.cpu_count()} CPUs, load "
+        f"{os.getloadavg()[0]:.1f}, median of {args.steps} fwd+bwd steps (JAX, CPU)"
+    )
     print("| variant | ms | vs AdditiveAttention (jax.jit) |\n|---|---:|---:|")
     for name, ms in times.items():
         print(f"| {name} | {ms:.1f} | {ms / base:.2f} |")

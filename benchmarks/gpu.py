@@ -44,15 +44,30 @@ import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from layers import PAIRS, make_pair  # this folder's helper
+from layers import PAIRS  # this folder's helper
+from layers import make_pair  # this folder's helper
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BACKENDS = ("jax", "torch", "tensorflow")
 SIDES = ("keras", "auto", "exact", "chunked")
-FULL = dict(shapes=[(32, 64, 256), (32, 256, 512)], heads=8, lengths=[16384, 65536],
-            long_heads=8, head_dim=64, steps=20, warmup=3)
-QUICK = dict(shapes=[(2, 8, 16), (2, 16, 32)], heads=8, lengths=[128],
-             long_heads=8, head_dim=8, steps=3, warmup=1)
+FULL = dict(
+    shapes=[(32, 64, 256), (32, 256, 512)],
+    heads=8,
+    lengths=[16384, 65536],
+    long_heads=8,
+    head_dim=64,
+    steps=20,
+    warmup=3,
+)
+QUICK = dict(
+    shapes=[(2, 8, 16), (2, 16, 32)],
+    heads=8,
+    lengths=[128],
+    long_heads=8,
+    head_dim=8,
+    steps=3,
+    warmup=1,
+)
 
 
 # ----------------------------------------------------------------------------
@@ -139,7 +154,7 @@ def _median_times(steps: dict, warmup: int, count: int) -> dict:
             for _ in range(max(warmup, 1)):  # at least one: compiles
                 step()
             live[side] = []
-        except Exception as error:  # noqa: BLE001 (an OOM or a missing kernel is a result)
+        except Exception as error:
             results[side] = {"error": _short(error)}
     for _ in range(count):
         for side, times in live.items():
@@ -240,14 +255,16 @@ def run_child(spec: dict, timeout: float) -> list[dict]:
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     command = [sys.executable, str(pathlib.Path(__file__).resolve()), "--child", json.dumps(spec)]
     try:
-        done = subprocess.run(command, env=env, capture_output=True, text=True,
-                              timeout=timeout, check=False)
+        done = subprocess.run(
+            command, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        )
         stdout, failure = done.stdout, done.returncode and _last_error(done.stderr)
     except subprocess.TimeoutExpired as expired:
         stdout = expired.stdout.decode() if isinstance(expired.stdout, bytes) else expired.stdout
         failure = f"timed out after {timeout:.0f} s"
-    records = [json.loads(line[7:]) for line in (stdout or "").splitlines()
-               if line.startswith("RESULT ")]
+    records = [
+        json.loads(line[7:]) for line in (stdout or "").splitlines() if line.startswith("RESULT ")
+    ]
     return records + ([{"error": failure}] if failure else [])
 
 
@@ -270,9 +287,13 @@ def _ratio(a, b, key="ms") -> str:
 
 
 def pair_table(report: dict) -> str:
-    lines = [("| backend | B/T/d | pair | keras ms | auto ms | exact ms | chunked ms "
-              "| auto/keras | exact/keras | chunked/keras | auto/best ours |"),
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        (
+            "| backend | B/T/d | pair | keras ms | auto ms | exact ms | chunked ms "
+            "| auto/keras | exact/keras | chunked/keras | auto/best ours |"
+        ),
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for backend, info in report.items():
         for record in info.get("pairs", []):
             t = record["times"]
@@ -281,15 +302,24 @@ def pair_table(report: dict) -> str:
             shape = "/".join(str(n) for n in record["shape"])
             cells = [_ms(t.get(s)) for s in SIDES]
             ratios = [_ratio(t.get(s), t.get("keras")) for s in SIDES[1:]]
-            lines.append(f"| {backend} | {shape} | {record['pair']} | " + " | ".join(cells)
-                         + " | " + " | ".join(ratios) + f" | {_ratio(t.get('auto'), best)} |")
+            lines.append(
+                f"| {backend} | {shape} | {record['pair']} | "
+                + " | ".join(cells)
+                + " | "
+                + " | ".join(ratios)
+                + f" | {_ratio(t.get('auto'), best)} |"
+            )
     return "\n".join(lines)
 
 
 def long_table(report: dict) -> str:
-    lines = [("| backend | T | keras ms | keras peak GiB | MultiHead auto ms | auto peak GiB "
-              "| time ours/keras | memory ours/keras |"),
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        (
+            "| backend | T | keras ms | keras peak GiB | MultiHead auto ms | auto peak GiB "
+            "| time ours/keras | memory ours/keras |"
+        ),
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for backend, info in report.items():
         by_length = {}
         for record in info.get("long", []):
@@ -302,9 +332,11 @@ def long_table(report: dict) -> str:
                     return "—"
                 return f"{r['peak_bytes'] / 2**30:.3f}" + (" (RSS)" if r["memory"] == "rss" else "")
 
-            lines.append(f"| {backend} | {length} | {_ms(keras_r)} | {gib(keras_r)} "
-                         f"| {_ms(ours_r)} | {gib(ours_r)} | {_ratio(ours_r, keras_r)} "
-                         f"| {_ratio(ours_r, keras_r, 'peak_bytes')} |")
+            lines.append(
+                f"| {backend} | {length} | {_ms(keras_r)} | {gib(keras_r)} "
+                f"| {_ms(ours_r)} | {gib(ours_r)} | {_ratio(ours_r, keras_r)} "
+                f"| {_ratio(ours_r, keras_r, 'peak_bytes')} |"
+            )
     return "\n".join(lines)
 
 
@@ -315,12 +347,21 @@ def parse_args(argv=None):
     parser.add_argument("--quick", action="store_true", help="tiny shapes; runs on a CPU")
     parser.add_argument("--allow-cpu", action="store_true", help="run even without a GPU")
     parser.add_argument("--no-long", action="store_true", help="skip the long-sequence table")
-    parser.add_argument("--lengths", type=int, nargs="+", default=None,
-                        help="long-sequence T (16384 65536; quick: 128)")
+    parser.add_argument(
+        "--lengths",
+        type=int,
+        nargs="+",
+        default=None,
+        help="long-sequence T (16384 65536; quick: 128)",
+    )
     parser.add_argument("--steps", type=int, default=None, help="timed steps (20; quick: 3)")
     parser.add_argument("--warmup", type=int, default=None, help="untimed steps (3; quick: 1)")
-    parser.add_argument("--budget-s", type=float, default=None,
-                        help="whole run, seconds (290; quick: 900, for a busy CPU)")
+    parser.add_argument(
+        "--budget-s",
+        type=float,
+        default=None,
+        help="whole run, seconds (290; quick: 900, for a busy CPU)",
+    )
     parser.add_argument("--json", default=None, help="write the results here")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -349,8 +390,9 @@ def main(argv=None) -> int:
         info = report[backend] = {"device": probe["device"], "keras": probe["keras"]}
         print(f"[{backend}] on {probe['device']}", file=sys.stderr, flush=True)
         spec = dict(config, backend=backend, pairs=args.pairs)
-        long_runs = [] if args.no_long else [(t, s) for t in config["lengths"]
-                                            for s in ("keras", "auto")]
+        long_runs = (
+            [] if args.no_long else [(t, s) for t in config["lengths"] for s in ("keras", "auto")]
+        )
         info["pairs"] = run_child(dict(spec, job="pairs"), max(share * 0.6, 10))
         info["errors"] = [r["error"] for r in info["pairs"] if "pair" not in r]
         info["pairs"] = [r for r in info["pairs"] if "pair" in r]
@@ -364,8 +406,10 @@ def main(argv=None) -> int:
             record = run_child(dict(spec, job="long", length=length, side=side), left)[-1]
             info["long"].append({"length": length, "side": side, **record})
     if not report:
-        print("No GPU found (" + "; ".join(notes) + "). Pass --allow-cpu to run on the CPU, "
-              "or --quick for tiny shapes.")
+        print(
+            "No GPU found (" + "; ".join(notes) + "). Pass --allow-cpu to run on the CPU, "
+            "or --quick for tiny shapes."
+        )
         return 1
     steps = f"median of {config['steps']} steps after {config['warmup']} warm-up"
     print(f"\n## Pairs (fwd+bwd, {steps}; ratios ours/keras)\n\n{pair_table(report)}")
@@ -375,11 +419,18 @@ def main(argv=None) -> int:
     for backend, info in report.items():
         for error in info["errors"]:
             notes.append(f"{backend}: {error}")
-    print("\n" + "\n".join(f"- {note}" for note in notes + [
-        f"{b}: {i['device']}, keras {i['keras']}" for b, i in report.items()]))
+    print(
+        "\n"
+        + "\n".join(
+            f"- {note}"
+            for note in notes
+            + [f"{b}: {i['device']}, keras {i['keras']}" for b, i in report.items()]
+        )
+    )
     if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(
-            {"config": config, "notes": notes, "backends": report}, indent=1))
+        pathlib.Path(args.json).write_text(
+            json.dumps({"config": config, "notes": notes, "backends": report}, indent=1)
+        )
     return 0
 
 

@@ -23,7 +23,7 @@ import argparse
 import os
 import statistics
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -102,8 +102,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
     from keras_attention import MultiHead
 
     keras.utils.set_random_seed(0)
-    layer = MultiHead(num_heads=args.heads, key_dim=args.dim // args.heads,
-                      num_key_value_heads=args.kv_heads, rotary=args.rotary)
+    layer = MultiHead(
+        num_heads=args.heads,
+        key_dim=args.dim // args.heads,
+        num_key_value_heads=args.kv_heads,
+        rotary=args.rotary,
+    )
     layer.build((None, None, args.dim))
     prompt = np.random.default_rng(0).normal(size=(args.batch, args.prompt, args.dim))
     prompt = keras.ops.convert_to_tensor(prompt.astype("float32"))
@@ -114,9 +118,12 @@ def main(argv: Sequence[str] | None = None) -> dict:
         "cached": lambda: cached_decode(layer, prompt, args.tokens, step),
         "recompute": lambda: recompute_decode(prompt, args.tokens, full),
     }
-    print(f"backend={keras.backend.backend()} B={args.batch} d={args.dim} H={args.heads} "
-          f"Hkv={args.kv_heads or args.heads} prompt={args.prompt} tokens={args.tokens} "
-          f"rotary={args.rotary}", flush=True)
+    print(
+        f"backend={keras.backend.backend()} B={args.batch} d={args.dim} H={args.heads} "
+        f"Hkv={args.kv_heads or args.heads} prompt={args.prompt} tokens={args.tokens} "
+        f"rotary={args.rotary}",
+        flush=True,
+    )
     results = {}
     for name, run in runs.items():
         start = time.perf_counter()
@@ -131,8 +138,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
     print(f"  cached:    {cached_ms:8.3f} ms/token")
     print(f"  recompute: {recompute_ms:8.3f} ms/token")
     print(f"  speed-up:  {recompute_ms / cached_ms:8.1f}x   (max |difference| {gap:.1e})")
-    return {"cached_ms": cached_ms, "recompute_ms": recompute_ms,
-            "speedup": recompute_ms / cached_ms}
+    return {
+        "cached_ms": cached_ms,
+        "recompute_ms": recompute_ms,
+        "speedup": recompute_ms / cached_ms,
+    }
 
 
 if __name__ == "__main__":

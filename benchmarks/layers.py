@@ -66,9 +66,7 @@ def make_pair(name: str, d: int, heads: int, implementation: str = "auto", dtype
         return (lambda q, v: ours(q, v)), theirs_fn, (ours,)
     if name == "multi_head":
         ours = ka.MultiHead(num_heads=heads, key_dim=d // heads, **ours_options)
-        theirs = keras.layers.MultiHeadAttention(
-            num_heads=heads, key_dim=d // heads, **options
-        )
+        theirs = keras.layers.MultiHeadAttention(num_heads=heads, key_dim=d // heads, **options)
         return (lambda q, v: ours(q, v)), (lambda q, v: theirs(q, v)), (ours, theirs)
     raise ValueError(f"unknown pair {name!r}; expected one of {PAIRS}")
 
@@ -125,8 +123,16 @@ def peak_memory_mib(name: str, side: str, args) -> float:
 
 
 def _shape_args(args) -> list[str]:
-    flags = ["--batch", args.batch, "--length", args.length, "--dim", args.dim,
-             "--heads", args.heads]
+    flags = [
+        "--batch",
+        args.batch,
+        "--length",
+        args.length,
+        "--dim",
+        args.dim,
+        "--heads",
+        args.heads,
+    ]
     return [str(f) for f in flags] + (["--xla"] if args.xla else [])
 
 
@@ -175,8 +181,10 @@ def main(argv=None) -> None:
     if args.child:
         return child(*args.child, args)
     modes = [False, True] if args.both else [args.xla]
-    print(f"B={args.batch} Tq=Tv={args.length} d={args.dim} heads={args.heads}, "
-          f"{os.cpu_count()} CPUs, median of {args.steps} fwd+bwd steps")
+    print(
+        f"B={args.batch} Tq=Tv={args.length} d={args.dim} heads={args.heads}, "
+        f"{os.cpu_count()} CPUs, median of {args.steps} fwd+bwd steps"
+    )
     print("| pair | XLA | ours ms | keras ms | time ratio | ours MiB | keras MiB | memory ratio |")
     print("|---|---|---|---|---|---|---|---|")
     for xla in modes:
@@ -187,9 +195,12 @@ def main(argv=None) -> None:
             if not args.no_memory:
                 ours, theirs = (peak_memory_mib(name, side, args) for side in ("ours", "keras"))
                 memory = f"| {ours:.0f} | {theirs:.0f} | {ours / max(theirs, 1e-9):.2f}"
-            print(f"| {name} | {'yes' if xla else 'no'} "
-                  f"| {times['ours']:.1f} | {times['keras']:.1f} "
-                  f"| {times['ours'] / times['keras']:.2f} {memory} |", flush=True)
+            print(
+                f"| {name} | {'yes' if xla else 'no'} "
+                f"| {times['ours']:.1f} | {times['keras']:.1f} "
+                f"| {times['ours'] / times['keras']:.2f} {memory} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -44,7 +44,9 @@ def parse_args(argv=None):
         "--cases", nargs="+", default=["mha", "additive"], choices=["mha", "additive"]
     )
     parser.add_argument(
-        "--implementations", nargs="+", default=["keras", "exact", "chunked"],
+        "--implementations",
+        nargs="+",
+        default=["keras", "exact", "chunked"],
         choices=IMPLEMENTATIONS,
     )
     parser.add_argument(
@@ -54,7 +56,9 @@ def parse_args(argv=None):
     parser.add_argument("--backend", default=os.environ.get("KERAS_BACKEND", "tensorflow"))
     parser.add_argument("--jit-compile", action="store_true", help="XLA on TensorFlow")
     parser.add_argument(
-        "--threads", type=int, default=None,
+        "--threads",
+        type=int,
+        default=None,
         help="intra-op threads on TensorFlow/PyTorch (steadier on a shared machine)",
     )
     parser.add_argument("--memory-cap-gib", type=float, default=14.0)
@@ -273,8 +277,12 @@ def plot(results: dict, path: str, implementations) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = {"keras": "keras.layers.MultiHeadAttention", "exact": "MultiHead (exact)",
-              "chunked": "MultiHead (chunked)", "auto": "MultiHead (auto)"}
+    labels = {
+        "keras": "keras.layers.MultiHeadAttention",
+        "exact": "MultiHead (exact)",
+        "chunked": "MultiHead (chunked)",
+        "auto": "MultiHead (auto)",
+    }
     results = {int(length): by_impl for length, by_impl in results.items()}
     figure, axes = plt.subplots(figsize=(6.4, 4.2))
     failures = {}  # failed runs so far at each length, to stack their labels
@@ -289,8 +297,14 @@ def plot(results: dict, path: str, implementations) -> None:
                 axes.plot([t], [seen], marker="x", markersize=10, color=color)
                 why = "killed at the cap" if "cap" in r["error"] else "out of memory"
                 stacked = failures[t] = failures.get(t, -1) + 1
-                axes.annotate(f"{impl}: {why}", (t, seen), textcoords="offset points",
-                              xytext=(-95, 6 + 10 * stacked), fontsize=7, color=color)
+                axes.annotate(
+                    f"{impl}: {why}",
+                    (t, seen),
+                    textcoords="offset points",
+                    xytext=(-95, 6 + 10 * stacked),
+                    fontsize=7,
+                    color=color,
+                )
     axes.set_xscale("log", base=2)
     axes.set_yscale("log")
     axes.set_xticks(sorted(results), [str(t) for t in sorted(results)])
@@ -316,12 +330,22 @@ def main(argv=None):
         lengths = args.lengths if case == "mha" else [512]
         for length in lengths:
             for impl in args.implementations:
-                spec = dict(case=case, implementation=impl, length=length, backend=args.backend,
-                            block_size=args.block_size, repeats=args.repeats,
-                            jit_compile=args.jit_compile, threads=args.threads)
+                spec = dict(
+                    case=case,
+                    implementation=impl,
+                    length=length,
+                    backend=args.backend,
+                    block_size=args.block_size,
+                    repeats=args.repeats,
+                    jit_compile=args.jit_compile,
+                    threads=args.threads,
+                )
                 load = os.getloadavg()[0]
-                print(f"[{case} T={length} {impl}] load average {load:.1f} ...",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"[{case} T={length} {impl}] load average {load:.1f} ...",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 result = measure(spec, args)
                 result["load_average"] = load
                 results[case].setdefault(length, {})[impl] = result

@@ -9,8 +9,6 @@ Shape letters: `B` batch, `Tq` query length, `Tv` key/value length.
 
 from __future__ import annotations
 
-from typing import Optional
-
 import keras
 from keras import ops
 
@@ -51,7 +49,7 @@ def causal_mask(query_length, value_length):
     )
 
 
-def combine_masks(*masks) -> Optional[keras.KerasTensor]:
+def combine_masks(*masks) -> keras.KerasTensor | None:
     """Logical AND of broadcastable boolean masks; `None` entries are skipped.
 
     Returns `None` when every entry is `None`.
@@ -120,9 +118,7 @@ def guard_non_finite(key, value):
     `key` `(..., Tv, dk)` and `value` `(..., Tv, dv)` share their leading axes.
     """
     bad = ops.logical_not(
-        ops.logical_and(
-            ops.all(ops.isfinite(key), axis=-1), ops.all(ops.isfinite(value), axis=-1)
-        )
+        ops.logical_and(ops.all(ops.isfinite(key), axis=-1), ops.all(ops.isfinite(value), axis=-1))
     )  # (..., Tv)
     keep = ops.logical_not(bad)[..., None]  # (..., Tv, 1)
     return zero_masked(key, keep), zero_masked(value, keep), bad
@@ -168,8 +164,9 @@ def _rows_seeing(bad, query_length, query_mask, attention_mask, use_causal_mask)
 
     `bad` is `(B, H, Tv)` (already False where `value_mask` is False),
     `query_mask` `(B, Tq)`, `attention_mask` `(B, Tq, Tv)`; returns
-    `(B, H, Tq)` (or `(B, H, 1)`, the same for every query). Under a causal mask, query `i` sees a bad key iff one lies
-    at or before `i + Tv - Tq`: a running count, `O(T)`.
+    `(B, H, Tq)` (or `(B, H, 1)`, the same for every query). Under a causal
+    mask, query `i` sees a bad key iff one lies at or before `i + Tv - Tq`: a
+    running count, `O(T)`.
     """
     value_length = ops.shape(bad)[-1]
     if attention_mask is not None:

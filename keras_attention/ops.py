@@ -13,7 +13,6 @@ Leading dimensions written `...` may be `(B,)` or `(B, H)`.
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 from keras import ops
 
@@ -35,7 +34,7 @@ PROBABILITY_FNS = ("softmax", "sparsemax", "hardmax")
 # ----------------------------------------------------------------------------
 # Scores (logits); defined in `keras_attention.scores`.
 # ----------------------------------------------------------------------------
-def dot_product_scores(query, key, scale: Optional[float] = None):
+def dot_product_scores(query, key, scale: float | None = None):
     """`(..., Tq, dk) x (..., Tv, dk) -> (..., Tq, Tv)` logits `scale * q·k`.
 
     `scale=None` means no scaling (Luong's dot score); pass `1/sqrt(dk)` for
@@ -158,7 +157,7 @@ def scaled_dot_product_attention(
     key,
     value,
     mask=None,
-    scale: Optional[float] = None,
+    scale: float | None = None,
     probability_fn: str = "softmax",
 ):
     """`attention_weights(scale * q kᵀ, mask) v`, returning `(context, weights)`.

@@ -62,7 +62,7 @@ def rotary_embedding(x, positions, base: float = 10000.0):
 
     >>> import numpy as np
     >>> from keras_attention.rotary import rotary_embedding
-    >>> q = np.random.rand(2, 4, 5, 8).astype("float32")   # (B, H, T, dk)
+    >>> q = np.random.rand(2, 4, 5, 8).astype("float32")  # (B, H, T, dk)
     >>> tuple(rotary_embedding(q, np.arange(5)).shape)
     (2, 4, 5, 8)
 
@@ -77,8 +77,12 @@ def rotary_embedding(x, positions, base: float = 10000.0):
     x = ops.convert_to_tensor(x)
     features = validation.static(x.shape[-1])
     if features is None or features % 2:
-        validation.fail(owner, "x", "a tensor whose last dimension is a known even number",
-                        f"a tensor of shape {tuple(x.shape)}")
+        validation.fail(
+            owner,
+            "x",
+            "a tensor whose last dimension is a known even number",
+            f"a tensor of shape {tuple(x.shape)}",
+        )
     angles = rotary_angles(positions, features, base)  # (..., T, d/2)
     cos, sin = ops.cos(angles), ops.sin(angles)
     values = ops.cast(x, "float32")

@@ -19,7 +19,7 @@ from typing import Any
 import keras
 
 
-def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):  # noqa: A002
+def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     """`keras.saving.load_model`, with this package's layers registered and clear errors.
 
     Args:

@@ -28,13 +28,12 @@ Shape letters: `B` batch, `H` heads, `Tq` queries, `Tv` keys, `dk` features,
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 import keras
 from keras import ops
 
 
-def _static(dim) -> Optional[int]:
+def _static(dim) -> int | None:
     return dim if isinstance(dim, int) else None
 
 
@@ -49,7 +48,7 @@ class DotScore:
 
     kind = "dot"
 
-    def __init__(self, scale: Optional[float] = None, feature_size: Optional[int] = None):
+    def __init__(self, scale: float | None = None, feature_size: int | None = None):
         self.scale = None if scale is None else float(scale)
         self.feature_size = _static(feature_size)
 
@@ -87,7 +86,7 @@ class DotScore:
         return ops.cast(self.logits(query, key), "float32"), None
 
     def grads(self, d_logits, query, key, cache):
-        """float32 `(d_query, d_key, d_params)` of a `(B, H, R, C)` tile, for the unprepared query."""
+        """float32 `(d_query, d_key, d_params)` of a `(B, H, R, C)` tile, unprepared query."""
         del cache
         d_logits = ops.cast(d_logits * self._logit_factor(query), query.dtype)
         d_query = ops.matmul(d_logits, key)  # (B, H, R, dk)

@@ -76,11 +76,19 @@ def check_call(owner: str, query, value, key, query_mask, value_mask, attention_
     the argument, what was expected and what was received, before any
     backend op runs.
     """
-    for name, tensor, ranks in (("query", query, (2, 3)), ("value", value, (3,)), ("key", key, (3,))):
+    for name, tensor, ranks in (
+        ("query", query, (2, 3)),
+        ("value", value, (3,)),
+        ("key", key, (3,)),
+    ):
         if len(tensor.shape) not in ranks:
             expected = " or ".join(f"rank {r}" for r in ranks)
-            _call_fail(owner, name, f"a tensor of {expected} (batch, [time,] features)",
-                       f"shape {tuple(tensor.shape)}")
+            _call_fail(
+                owner,
+                name,
+                f"a tensor of {expected} (batch, [time,] features)",
+                f"shape {tuple(tensor.shape)}",
+            )
         dtype = _dtype(tensor)
         if not dtype.startswith(("float", "bfloat")):
             raise TypeError(
@@ -91,13 +99,21 @@ def check_call(owner: str, query, value, key, query_mask, value_mask, attention_
     for name, tensor in (("value", value), ("key", key)):
         size = static(tensor.shape[0])
         if batch is not None and size is not None and size != batch:
-            _call_fail(owner, name, f"the batch size of `query` ({batch})",
-                       f"{name} shape {tuple(tensor.shape)}, query shape {tuple(query.shape)}")
+            _call_fail(
+                owner,
+                name,
+                f"the batch size of `query` ({batch})",
+                f"{name} shape {tuple(tensor.shape)}, query shape {tuple(query.shape)}",
+            )
         batch = size if batch is None else batch
     tv, tk = static(value.shape[1]), static(key.shape[1])
     if tv is not None and tk is not None and tv != tk:
-        _call_fail(owner, "key", f"the same length as `value` ({tv})",
-                   f"key shape {tuple(key.shape)}, value shape {tuple(value.shape)}")
+        _call_fail(
+            owner,
+            "key",
+            f"the same length as `value` ({tv})",
+            f"key shape {tuple(key.shape)}, value shape {tuple(value.shape)}",
+        )
     single = len(query.shape) == 2
     tq = None if single else static(query.shape[1])
     tv = tv if tv is not None else tk
@@ -106,8 +122,11 @@ def check_call(owner: str, query, value, key, query_mask, value_mask, attention_
         "value_mask": (batch, tv),
         "attention_mask": (batch, tv) if single else (batch, tq, tv),
     }
-    for name, mask in (("query_mask", query_mask), ("value_mask", value_mask),
-                       ("attention_mask", attention_mask)):
+    for name, mask in (
+        ("query_mask", query_mask),
+        ("value_mask", value_mask),
+        ("attention_mask", attention_mask),
+    ):
         if mask is not None:
             _check_mask(owner, name, mask, expected_shapes[name])
 
@@ -119,8 +138,9 @@ def _dtype(tensor) -> str:
 def _check_mask(owner: str, name: str, mask, expected: tuple):
     dtype = _dtype(mask)
     if dtype != "bool" and "int" not in dtype:
-        _call_fail(owner, name, "a boolean mask (True = may attend) or 0/1 integers",
-                   f"dtype {dtype}")
+        _call_fail(
+            owner, name, "a boolean mask (True = may attend) or 0/1 integers", f"dtype {dtype}"
+        )
     shape = tuple(mask.shape)
     if len(shape) != len(expected) or any(
         static(got) is not None and want is not None and got not in (want, 1)

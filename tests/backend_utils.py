@@ -29,7 +29,10 @@ def value_and_grad(fn, *args):
         tensors = [t.detach().clone().requires_grad_(True) for t in tensors]
         value = fn(*tensors)
         grads = list(__import__("torch").autograd.grad(value, tensors, allow_unused=True))
-        grads = [g if g is not None else __import__("torch").zeros_like(t) for g, t in zip(grads, tensors)]
+        grads = [
+            g if g is not None else __import__("torch").zeros_like(t)
+            for g, t in zip(grads, tensors)
+        ]
     else:
         raise RuntimeError(f"no gradient helper for backend {backend}")
     return to_numpy(value), [to_numpy(g) for g in grads]

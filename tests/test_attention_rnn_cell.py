@@ -96,9 +96,9 @@ def test_input_feeding_uses_the_previous_attention(rng):
     x = rng.normal(size=(2, 3)).astype("float32")
     _, after_one = cell(x, states)
     # only a_{t-1} differs
-    fed = cell.pack_state(cell.unpack_state(states)._replace(
-        attention=cell.unpack_state(after_one).attention
-    ))
+    fed = cell.pack_state(
+        cell.unpack_state(states)._replace(attention=cell.unpack_state(after_one).attention)
+    )
     out_zero, _ = cell(x, states)
     out_fed, _ = cell(x, fed)
     assert not np.allclose(to_numpy(out_zero), to_numpy(out_fed))

@@ -62,7 +62,10 @@ Q = np.zeros((2, 3, 6), "float32")
 V = np.zeros((2, 4, 6), "float32")
 # Few small examples, no shrinking: a failure is reported as generated.
 FEW = settings(
-    max_examples=4, deadline=None, derandomize=True, database=None,
+    max_examples=4,
+    deadline=None,
+    derandomize=True,
+    database=None,
     phases=(Phase.explicit, Phase.generate),
 )
 
@@ -259,7 +262,10 @@ def test_float16_large_dot_products_give_finite_weights(name, dtype, implementat
         (name, argument, dtype)
         for name in ("bahdanau", "multi_head")
         for argument, dtype in (
-            ("query", "int32"), ("value", "int32"), ("key", "int32"), ("query", "int64"),
+            ("query", "int32"),
+            ("value", "int32"),
+            ("key", "int32"),
+            ("query", "int64"),
             ("value", "bool"),
         )
     ]
@@ -427,8 +433,9 @@ NUMPY_SIZES = [
     ("block_size", lambda n: BahdanauAttention(4, implementation="chunked", block_size=n)),
     (
         "attention_layer_size",
-        lambda n: AttentionRNNCell(keras.layers.GRUCell(4), BahdanauAttention(4),
-                                   attention_layer_size=n),
+        lambda n: AttentionRNNCell(
+            keras.layers.GRUCell(4), BahdanauAttention(4), attention_layer_size=n
+        ),
     ),
 ]
 
@@ -553,7 +560,12 @@ def test_loading_in_a_fresh_process_through_the_package_loader(tmp_path, rng):
     env = dict(os.environ, PYTHONPATH=ROOT, KERAS_BACKEND=BACKEND, TF_CPP_MIN_LOG_LEVEL="3")
     done = subprocess.run(
         [sys.executable, str(tmp_path / "loader.py"), str(tmp_path)],
-        cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=120, check=False,
+        cwd=str(tmp_path),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -583,8 +595,9 @@ def test_loading_in_a_fresh_process_through_the_package_loader(tmp_path, rng):
         (lambda: MultiHead(2, 0), "key_dim", "key_dim=0"),
         (lambda: MultiHead(2, 3, output_dim=-1), "output_dim", "output_dim=-1"),
         (
-            lambda: AttentionRNNCell(keras.layers.GRUCell(4), BahdanauAttention(4),
-                                     attention_layer_size=0),
+            lambda: AttentionRNNCell(
+                keras.layers.GRUCell(4), BahdanauAttention(4), attention_layer_size=0
+            ),
             "attention_layer_size",
             "attention_layer_size=0",
         ),

@@ -21,14 +21,30 @@ def _run(*flags):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     return subprocess.run(
         [sys.executable, str(SCRIPT), *flags],
-        capture_output=True, text=True, timeout=120, env=env, cwd=ROOT, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+        check=False,
     )
 
 
 def test_quick_run_measures_every_side_and_writes_json(tmp_path):
     out = tmp_path / "results.json"
-    done = _run("--quick", "--backends", "jax", "--pairs", "luong_dot", "--steps", "1",
-                "--lengths", "64", "--json", str(out))
+    done = _run(
+        "--quick",
+        "--backends",
+        "jax",
+        "--pairs",
+        "luong_dot",
+        "--steps",
+        "1",
+        "--lengths",
+        "64",
+        "--json",
+        str(out),
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(out.read_text())["backends"]["jax"]
     shapes = [record["shape"] for record in report["pairs"]]

@@ -20,12 +20,18 @@ V = np.zeros((2, 4, 6), "float32")
     [
         (lambda: BahdanauAttention(0), r"`units`.*positive integer.*Received: units=0"),
         (lambda: BahdanauAttention("8"), r"`units`.*Received: units='8'"),
-        (lambda: LuongAttention("cosine"), r"`score_mode`.*\('dot', 'general', 'concat'\).*'cosine'"),
+        (
+            lambda: LuongAttention("cosine"),
+            r"`score_mode`.*\('dot', 'general', 'concat'\).*'cosine'",
+        ),
         (lambda: LuongAttention("concat"), r"`units`.*score_mode='concat'.*units=None"),
         (lambda: ScaledDotProduct(probability_fn="entmax"), r"`probability_fn`.*'entmax'"),
         (lambda: ScaledDotProduct(scale="big"), r"`scale`.*'big'"),
         (lambda: ScaledDotProduct(dropout=1.5), r"`dropout`.*\[0, 1\).*1.5"),
-        (lambda: MultiHead(8, 4, num_key_value_heads=3), r"`num_key_value_heads` must divide.*num_heads=8.*num_key_value_heads=3"),
+        (
+            lambda: MultiHead(8, 4, num_key_value_heads=3),
+            r"`num_key_value_heads` must divide.*num_heads=8.*num_key_value_heads=3",
+        ),
         (lambda: MultiHead(0, 4), r"`num_heads`.*num_heads=0"),
         (lambda: MultiHead(2, None), r"`key_dim`.*key_dim=None"),
     ],
@@ -83,7 +89,9 @@ def test_bad_masks(name, argument, mask, fragment):
 
 def test_integer_masks_are_accepted():
     layer = ScaledDotProduct()
-    _, weights = layer(Q[:, :, :6], V, value_mask=np.array([[1, 1, 0, 0]] * 2), return_attention_scores=True)
+    _, weights = layer(
+        Q[:, :, :6], V, value_mask=np.array([[1, 1, 0, 0]] * 2), return_attention_scores=True
+    )
     np.testing.assert_array_equal(keras.ops.convert_to_numpy(weights)[..., 2:], 0.0)
 
 

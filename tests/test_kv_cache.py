@@ -93,18 +93,32 @@ def test_cache_dtype_and_mixed_precision(rng):
 @pytest.mark.parametrize(
     "call, match",
     [
-        (lambda layer, cache: layer.call_with_cache(np.zeros((B, 1, D), "float32"), cache, 8),
-         "index"),
-        (lambda layer, cache: layer.call_with_cache(np.zeros((B, 3, D), "float32"), cache, 6),
-         "index"),
-        (lambda layer, cache: layer.call_with_cache(np.zeros((B, 1, D), "float32"), cache, -1),
-         "index"),
-        (lambda layer, cache: layer.call_with_cache(np.zeros((B, 1, 5), "float32"), cache, 0),
-         "query"),
-        (lambda layer, cache: layer.call_with_cache(np.zeros((B, 1, D), "float32"), cache[0], 0),
-         "cache"),
-        (lambda layer, cache: layer.call_with_cache(
-            np.zeros((B, 1, D), "float32"), (cache[0][:, :1], cache[1]), 0), "cache keys"),
+        (
+            lambda layer, cache: layer.call_with_cache(np.zeros((B, 1, D), "float32"), cache, 8),
+            "index",
+        ),
+        (
+            lambda layer, cache: layer.call_with_cache(np.zeros((B, 3, D), "float32"), cache, 6),
+            "index",
+        ),
+        (
+            lambda layer, cache: layer.call_with_cache(np.zeros((B, 1, D), "float32"), cache, -1),
+            "index",
+        ),
+        (
+            lambda layer, cache: layer.call_with_cache(np.zeros((B, 1, 5), "float32"), cache, 0),
+            "query",
+        ),
+        (
+            lambda layer, cache: layer.call_with_cache(np.zeros((B, 1, D), "float32"), cache[0], 0),
+            "cache",
+        ),
+        (
+            lambda layer, cache: layer.call_with_cache(
+                np.zeros((B, 1, D), "float32"), (cache[0][:, :1], cache[1]), 0
+            ),
+            "cache keys",
+        ),
         (lambda layer, cache: layer.init_cache(0, 4), "batch_size"),
     ],
 )

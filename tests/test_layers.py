@@ -132,7 +132,9 @@ def test_permuting_keys_and_values_together_keeps_the_context(name, rng):
     np.testing.assert_allclose(after, before, atol=1e-5)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "mixed_float16", "mixed_bfloat16"])
+@pytest.mark.parametrize(
+    "dtype", ["float32", "float16", "bfloat16", "mixed_float16", "mixed_bfloat16"]
+)
 @pytest.mark.parametrize("name", ["bahdanau", "luong_concat", "scaled_dot", "multi_head"])
 def test_fully_masked_queries_give_zeros_never_nan(name, dtype, rng):
     layer = CASES[name](dtype=dtype)
@@ -147,7 +149,9 @@ def test_fully_masked_queries_give_zeros_never_nan(name, dtype, rng):
     np.testing.assert_allclose(weights[0].sum(-1), 1.0, atol=1e-2)
 
     def loss(query, value):
-        return keras.ops.sum(keras.ops.cast(layer(query, value, key=k, value_mask=value_mask), "float32"))
+        return keras.ops.sum(
+            keras.ops.cast(layer(query, value, key=k, value_mask=value_mask), "float32")
+        )
 
     _, grads = value_and_grad(loss, q.astype(layer.compute_dtype), v.astype(layer.compute_dtype))
     for grad in grads:
@@ -155,7 +159,9 @@ def test_fully_masked_queries_give_zeros_never_nan(name, dtype, rng):
 
 
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
-@pytest.mark.parametrize("name", ["bahdanau", "luong_general_scaled", "scaled_dot", "multi_head_gqa"])
+@pytest.mark.parametrize(
+    "name", ["bahdanau", "luong_general_scaled", "scaled_dot", "multi_head_gqa"]
+)
 def test_mixed_precision_matches_float32(name, policy, rng):
     reference_layer = build_randomized(name, rng)
     layer = CASES[name](dtype=policy)
@@ -167,7 +173,9 @@ def test_mixed_precision_matches_float32(name, policy, rng):
     assert keras.backend.standardize_dtype(layer.variable_dtype) == "float32"
     ref_context, ref_weights = reference_layer(q, v, key=k, return_attention_scores=True)
     tolerance = 3e-2 if policy == "mixed_bfloat16" else 1e-2
-    np.testing.assert_allclose(to_numpy(weights).astype("float32"), to_numpy(ref_weights), atol=tolerance)
+    np.testing.assert_allclose(
+        to_numpy(weights).astype("float32"), to_numpy(ref_weights), atol=tolerance
+    )
     np.testing.assert_allclose(
         to_numpy(context).astype("float32"), to_numpy(ref_context), atol=tolerance * 5
     )

@@ -15,10 +15,10 @@ from keras_attention import LuongAttention
 from keras_attention import MultiHead
 from keras_attention import ScaledDotProduct
 from keras_attention import memory_efficient
+from keras_attention import ops as attention_ops
 from keras_attention.memory_efficient import dropout as dropout_lib
 from keras_attention.memory_efficient import paths
 from keras_attention.memory_efficient import tiles
-from keras_attention import ops as attention_ops
 
 BACKEND = keras.backend.backend()
 TQ, TV, DQ, DK, DV = 37, 29, 6, 6, 5
@@ -272,8 +272,10 @@ def test_causal_tiles_in_the_future_are_skipped():
         (dict(query_length=8192, value_length=8192, fused_available=True), "fused"),
         (dict(implementation="chunked", query_length=4, value_length=4), "chunked"),
         (dict(implementation="chunked", query_length=None, value_length=4), "exact"),
-        (dict(score="additive", units=128, query_length=512, value_length=512, batch_size=8),
-         "chunked"),
+        (
+            dict(score="additive", units=128, query_length=512, value_length=512, batch_size=8),
+            "chunked",
+        ),
         (dict(score="additive", units=128, query_length=512, value_length=512), "exact"),
         (dict(score=None, query_length=8192, value_length=8192), "exact"),
     ],
@@ -298,19 +300,38 @@ GIB = 2**30
     [
         # Issue 10's shape: 2**21 weights, chunked on a JAX CPU, exact on any GPU.
         (dict(query_length=256, value_length=256, batch_size=32), "exact"),
-        (dict(score="additive", units=512, query_length=256, value_length=256, batch_size=32),
-         "exact"),  # a 4 GiB tanh: its ~16 GiB step fits in half of 40 GiB
-        (dict(score="additive", units=512, query_length=256, value_length=256, batch_size=32,
-              free_memory=16 * GIB), "chunked"),
+        (
+            dict(score="additive", units=512, query_length=256, value_length=256, batch_size=32),
+            "exact",
+        ),  # a 4 GiB tanh: its ~16 GiB step fits in half of 40 GiB
+        (
+            dict(
+                score="additive",
+                units=512,
+                query_length=256,
+                value_length=256,
+                batch_size=32,
+                free_memory=16 * GIB,
+            ),
+            "chunked",
+        ),
         # T = 65,536, 8 heads: 128 GiB of float32 weights never fit.
         (dict(query_length=65536, value_length=65536, heads=8), "chunked"),
         (dict(query_length=65536, value_length=65536, heads=8, fused_available=True), "fused"),
-        (dict(query_length=16384, value_length=16384, heads=8, itemsize=2,
-              free_memory=24 * GIB), "chunked"),  # a 16 GiB step, 12 GiB allowed
-        (dict(query_length=16384, value_length=16384, heads=8, itemsize=2,
-              free_memory=140 * GIB), "exact"),
-        (dict(query_length=4096, value_length=4096, heads=8, return_attention_scores=True),
-         "exact"),
+        (
+            dict(query_length=16384, value_length=16384, heads=8, itemsize=2, free_memory=24 * GIB),
+            "chunked",
+        ),  # a 16 GiB step, 12 GiB allowed
+        (
+            dict(
+                query_length=16384, value_length=16384, heads=8, itemsize=2, free_memory=140 * GIB
+            ),
+            "exact",
+        ),
+        (
+            dict(query_length=4096, value_length=4096, heads=8, return_attention_scores=True),
+            "exact",
+        ),
     ],
 )
 def test_choose_implementation_on_accelerators(backend, kwargs, expected):
@@ -340,9 +361,7 @@ def test_chunked_refuses_what_it_cannot_do(kwargs):
         )
 
 
-FUSED_OK = dict(
-    backend="torch", dtype="float32", head_dim=64, query_length=4096, value_length=4096
-)
+FUSED_OK = dict(backend="torch", dtype="float32", head_dim=64, query_length=4096, value_length=4096)
 
 
 @pytest.mark.parametrize(

@@ -74,11 +74,15 @@ def test_symbolic_shapes_equal_eager_shapes(name, rng):
     key = keras.Input((4, 6))
     layer = CASES[name]()
     context, weights = layer(query, value, key=key, return_attention_scores=True)
-    step_context, step_weights = layer(keras.Input((6,)), value, key=key, return_attention_scores=True)
+    step_context, step_weights = layer(
+        keras.Input((6,)), value, key=key, return_attention_scores=True
+    )
     q, k, v = rng.normal(size=(2, 3, 6)), rng.normal(size=(2, 4, 6)), rng.normal(size=(2, 4, 5))
     eager = layer(q, v, key=k, return_attention_scores=True)
     eager_step = layer(q[:, 0], v, key=k, return_attention_scores=True)
-    for symbolic, real in zip((context, weights, step_context, step_weights), (*eager, *eager_step)):
+    for symbolic, real in zip(
+        (context, weights, step_context, step_weights), (*eager, *eager_step)
+    ):
         assert tuple(symbolic.shape)[1:] == tuple(real.shape)[1:]
 
 
@@ -101,8 +105,10 @@ def test_every_trainable_weight_gets_a_gradient_in_fit(name, rng):
 @pytest.mark.parametrize(
     "name,kwargs",
     [(name, {}) for name in ALL]
-    + [("bahdanau", {"probability_fn": "sparsemax", "dropout": 0.2}),
-       ("multi_head", {"probability_fn": "hardmax", "use_bias": False})],
+    + [
+        ("bahdanau", {"probability_fn": "sparsemax", "dropout": 0.2}),
+        ("multi_head", {"probability_fn": "hardmax", "use_bias": False}),
+    ],
 )
 def test_keras_file_round_trip_in_safe_mode(name, kwargs, rng, tmp_path):
     model = seq2seq_model(name, **kwargs)
@@ -163,7 +169,9 @@ def test_tf_function_and_xla_training_step(name, rng):
     history = model.fit([source, target], [target, np.zeros((3, 4, 5))], epochs=2, verbose=0)
     assert np.isfinite(history.history["loss"]).all()
     step = tf.function(lambda s, t: model([s, t])[1], jit_compile=True)
-    np.testing.assert_allclose(to_numpy(step(source, target)), to_numpy(model([source, target])[1]), atol=1e-5)
+    np.testing.assert_allclose(
+        to_numpy(step(source, target)), to_numpy(model([source, target])[1]), atol=1e-5
+    )
 
 
 @pytest.mark.tf_only
@@ -187,7 +195,10 @@ def test_savedmodel_export_reloads_with_tf_and_tfsmlayer(name, rng, tmp_path):
 
 def test_builtin_cross_checks(rng):
     """Where the math coincides with Keras's own layers, outputs agree."""
-    q, v = rng.normal(size=(2, 3, 4)).astype("float32"), rng.normal(size=(2, 5, 4)).astype("float32")
+    q, v = (
+        rng.normal(size=(2, 3, 4)).astype("float32"),
+        rng.normal(size=(2, 5, 4)).astype("float32"),
+    )
     value_mask = np.array([[True] * 5, [True, True, True, False, False]])
     ours = keras_attention.LuongAttention()(q, v, value_mask=value_mask)
     # (B, 1, Tv): Keras before 3.12 does not broadcast a (B, Tv) mask when Tq != Tv.
@@ -197,8 +208,10 @@ def test_builtin_cross_checks(rng):
     qh, kh, vh = (rng.normal(size=(2, 3, 2, 4)).astype("float32") for _ in range(3))
     expected = keras.ops.dot_product_attention(qh, kh, vh, is_causal=True)  # (B, T, H, d)
     ours = keras_attention.ScaledDotProduct()(
-        np.swapaxes(qh, 1, 2).reshape(4, 3, 4), np.swapaxes(vh, 1, 2).reshape(4, 3, 4),
-        key=np.swapaxes(kh, 1, 2).reshape(4, 3, 4), use_causal_mask=True,
+        np.swapaxes(qh, 1, 2).reshape(4, 3, 4),
+        np.swapaxes(vh, 1, 2).reshape(4, 3, 4),
+        key=np.swapaxes(kh, 1, 2).reshape(4, 3, 4),
+        use_causal_mask=True,
     )
     np.testing.assert_allclose(
         to_numpy(ours).reshape(2, 2, 3, 4), np.swapaxes(to_numpy(expected), 1, 2), atol=1e-5
@@ -208,11 +221,18 @@ def test_builtin_cross_checks(rng):
 def test_multi_head_matches_keras_multi_head_attention(rng):
     keras_layer = keras.layers.MultiHeadAttention(num_heads=2, key_dim=3)
     ours = keras_attention.MultiHead(num_heads=2, key_dim=3)
-    q, v = rng.normal(size=(2, 3, 6)).astype("float32"), rng.normal(size=(2, 4, 5)).astype("float32")
+    q, v = (
+        rng.normal(size=(2, 3, 6)).astype("float32"),
+        rng.normal(size=(2, 4, 5)).astype("float32"),
+    )
     keras_layer(q, v)
     ours(q, v)
-    pairs = [(ours.query_dense, keras_layer._query_dense), (ours.key_dense, keras_layer._key_dense),
-             (ours.value_dense, keras_layer._value_dense), (ours.output_dense, keras_layer._output_dense)]
+    pairs = [
+        (ours.query_dense, keras_layer._query_dense),
+        (ours.key_dense, keras_layer._key_dense),
+        (ours.value_dense, keras_layer._value_dense),
+        (ours.output_dense, keras_layer._output_dense),
+    ]
     for dense, einsum_dense in pairs:
         kernel, bias = einsum_dense.get_weights()
         dense.set_weights([kernel.reshape(dense.kernel.shape), bias.reshape(dense.bias.shape)])

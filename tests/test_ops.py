@@ -78,8 +78,9 @@ def test_masked_fill_is_finite_and_replaces_nan():
     logits = np.array([[np.nan, np.inf, 1.0, -np.inf]], "float32")
     mask = np.array([[False, False, True, False]])
     filled = to_numpy(masks.fill_masked(logits, mask))
-    np.testing.assert_array_equal(filled, [[masks.MASKED_LOGIT, masks.MASKED_LOGIT, 1.0,
-                                            masks.MASKED_LOGIT]])
+    np.testing.assert_array_equal(
+        filled, [[masks.MASKED_LOGIT, masks.MASKED_LOGIT, 1.0, masks.MASKED_LOGIT]]
+    )
     assert np.isfinite(np.float32(masks.MASKED_LOGIT)) and masks.MASKED_LOGIT <= -1e9
 
 

@@ -8,12 +8,12 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.image import imread  # noqa: E402
+from matplotlib.figure import Figure
+from matplotlib.image import imread
 
-from keras_attention.plotting import plot_attention  # noqa: E402
-from keras_attention.plotting import plot_heads  # noqa: E402
-from keras_attention.plotting import reduce_heads  # noqa: E402
+from keras_attention.plotting import plot_attention
+from keras_attention.plotting import plot_heads
+from keras_attention.plotting import reduce_heads
 
 SOURCE = ["the", "cat", "sat", "on", "the", "mat", "."]
 TARGET = ["le", "chat", "s'est", "assis", "."]
@@ -69,7 +69,8 @@ def test_brightest_pixel_is_the_largest_weight(tmp_path):
     crop = gray[rows, cols]
     r, c = np.unravel_index(np.argmax(crop), crop.shape)
     x, y = ax.transData.inverted().transform(
-        (cols.start + c + 0.5, gray.shape[0] - (rows.start + r + 0.5)))
+        (cols.start + c + 0.5, gray.shape[0] - (rows.start + r + 0.5))
+    )
     assert (round(y), round(x)) == np.unravel_index(np.argmax(weights), weights.shape)
 
 
@@ -77,8 +78,7 @@ def test_cell_brightness_follows_the_weights(tmp_path):
     weights = distinct_weights(5, 7, seed=1)
     ax = plot_attention(weights, SOURCE, TARGET, cmap="gray", colorbar=False)
     gray = rendered_gray(ax, tmp_path)
-    levels = np.array([[pixel_of(ax, gray, col, row) for col in range(7)]
-                       for row in range(5)])
+    levels = np.array([[pixel_of(ax, gray, col, row) for col in range(7)] for row in range(5)])
     scaled = (weights - weights.min()) / (weights.max() - weights.min())
     np.testing.assert_allclose(levels, scaled, atol=1.5 / 255)  # 8-bit gray
 
@@ -118,8 +118,7 @@ def test_long_sentences_stay_readable():
         assert not any(box.overlaps(heat_map) for box in boxes)
 
 
-@pytest.mark.parametrize("ext, magic", [("png", b"\x89PNG"), ("svg", b"<svg"),
-                                        ("pdf", b"%PDF")])
+@pytest.mark.parametrize("ext, magic", [("png", b"\x89PNG"), ("svg", b"<svg"), ("pdf", b"%PDF")])
 def test_saves_through_the_returned_figure(tmp_path, ext, magic):
     ax = plot_attention(distinct_weights(5, 7), SOURCE, TARGET)
     path = tmp_path / f"attention.{ext}"
@@ -131,12 +130,15 @@ def test_saves_through_the_returned_figure(tmp_path, ext, magic):
 # ---------------------------------------------------------------------------
 # Heads
 # ---------------------------------------------------------------------------
-@pytest.mark.parametrize("head, expected", [
-    ("mean", lambda w: w.mean(axis=-3)),
-    ("max", lambda w: w.max(axis=-3)),
-    (2, lambda w: w[..., 2, :, :]),
-    (-1, lambda w: w[..., 3, :, :]),
-])
+@pytest.mark.parametrize(
+    "head, expected",
+    [
+        ("mean", lambda w: w.mean(axis=-3)),
+        ("max", lambda w: w.max(axis=-3)),
+        (2, lambda w: w[..., 2, :, :]),
+        (-1, lambda w: w[..., 3, :, :]),
+    ],
+)
 def test_reduce_heads_matches_numpy(head, expected):
     weights = distinct_weights(2, 4, 5, 7)  # (B, H, Tq, Tv)
     np.testing.assert_allclose(reduce_heads(weights, head), expected(weights))
@@ -147,8 +149,7 @@ def test_reduce_heads_matches_numpy(head, expected):
 def test_plot_attention_reduces_heads(head):
     weights = distinct_weights(2, 4, 5, 7)  # (B, H, Tq, Tv)
     ax = plot_attention(weights, SOURCE, TARGET, index=1, head=head)
-    np.testing.assert_allclose(ax.images[0].get_array(),
-                               reduce_heads(weights[1], head), atol=1e-6)
+    np.testing.assert_allclose(ax.images[0].get_array(), reduce_heads(weights[1], head), atol=1e-6)
 
 
 def test_plot_heads_shares_one_color_scale():
@@ -161,7 +162,8 @@ def test_plot_heads_shares_one_color_scale():
         image = ax.images[0]
         np.testing.assert_allclose(image.get_array(), weights[2, h])
         assert (image.norm.vmin, image.norm.vmax) == pytest.approx(
-            (weights[2].min(), weights[2].max()))
+            (weights[2].min(), weights[2].max())
+        )
     assert tick_texts(head_axes[0], "y") == TARGET
     assert tick_texts(head_axes[-1], "x") == SOURCE
 
@@ -177,8 +179,7 @@ def test_plot_heads_with_an_odd_head_count_and_annotations():
 # ---------------------------------------------------------------------------
 def test_trims_padding_by_length():
     weights = distinct_weights(2, 5, 7)  # (B, Tq, Tv)
-    ax = plot_attention(weights, SOURCE, TARGET, index=0, source_length=4,
-                        target_length=3)
+    ax = plot_attention(weights, SOURCE, TARGET, index=0, source_length=4, target_length=3)
     np.testing.assert_allclose(ax.images[0].get_array(), weights[0, :3, :4])
     assert tick_texts(ax, "x") == SOURCE[:4]
     assert tick_texts(ax, "y") == TARGET[:3]
@@ -187,8 +188,14 @@ def test_trims_padding_by_length():
 def test_trims_padding_by_batched_lengths_and_masks():
     weights = distinct_weights(2, 5, 7)  # (B, Tq, Tv)
     source_mask = np.arange(7)[None, :] < np.array([[7], [5]])  # (B, Tv)
-    ax = plot_attention(weights, SOURCE[:5], TARGET, index=1,
-                        target_length=np.array([5, 2]), source_mask=source_mask)
+    ax = plot_attention(
+        weights,
+        SOURCE[:5],
+        TARGET,
+        index=1,
+        target_length=np.array([5, 2]),
+        source_mask=source_mask,
+    )
     np.testing.assert_allclose(ax.images[0].get_array(), weights[1, :2, :5])
     assert tick_texts(ax, "x") == SOURCE[:5]  # tokens already without padding
     assert tick_texts(ax, "y") == TARGET[:2]
@@ -197,10 +204,8 @@ def test_trims_padding_by_batched_lengths_and_masks():
 def test_plot_heads_trims_padding():
     weights = distinct_weights(2, 5, 7)  # (H, Tq, Tv)
     target_mask = np.array([False, True, True, False, True])  # left padding too
-    figure = plot_heads(weights, SOURCE, TARGET, source_length=6,
-                        target_mask=target_mask)
-    np.testing.assert_allclose(figure.axes[1].images[0].get_array(),
-                               weights[1][target_mask][:, :6])
+    figure = plot_heads(weights, SOURCE, TARGET, source_length=6, target_mask=target_mask)
+    np.testing.assert_allclose(figure.axes[1].images[0].get_array(), weights[1][target_mask][:, :6])
     assert tick_texts(figure.axes[0], "y") == ["chat", "s'est", "."]
 
 
@@ -210,35 +215,49 @@ def test_plot_heads_trims_padding():
 def test_accepts_backend_tensors():
     weights = distinct_weights(2, 4, 5, 7)
     tensor = keras.ops.convert_to_tensor(weights)
-    ax = plot_attention(tensor, SOURCE, TARGET, index=0, head="mean",
-                        source_length=keras.ops.convert_to_tensor([7, 3]))
-    np.testing.assert_allclose(ax.images[0].get_array(),
-                               weights[0].mean(axis=0), atol=1e-6)
+    ax = plot_attention(
+        tensor,
+        SOURCE,
+        TARGET,
+        index=0,
+        head="mean",
+        source_length=keras.ops.convert_to_tensor([7, 3]),
+    )
+    np.testing.assert_allclose(ax.images[0].get_array(), weights[0].mean(axis=0), atol=1e-6)
     figure = plot_heads(tensor, SOURCE, TARGET, index=1)
     np.testing.assert_allclose(figure.axes[3].images[0].get_array(), weights[1, 3])
     np.testing.assert_allclose(reduce_heads(tensor, "max"), weights.max(axis=1))
 
 
-@pytest.mark.parametrize("shape, kwargs, message", [
-    ((5, 6), {}, "source_tokens has 7 tokens but weights have Tv=6"),
-    ((4, 7), {}, "target_tokens has 5 tokens but weights have Tq=4"),
-    ((5, 8), {"source_length": 6},
-     r"source_tokens has 7 tokens but weights have Tv=8 \(6 after"),
-    ((5, 7), {"source_length": 9}, "source_length=9 but weights have Tv=7"),
-    ((5, 7), {"source_length": np.array([3, 4])}, r"received shape \(2,\)"),
-    ((5, 7), {"source_length": 3, "source_mask": np.ones(7, bool)}, "not both"),
-    ((5, 7), {"target_mask": np.zeros(5, bool)}, "0 target and 7 source tokens"),
-    ((5, 7), {"target_mask": np.ones(4, bool)},
-     r"target_mask has shape \(4,\) but weights have Tq=5"),
-    ((7,), {}, r"received shape \(7,\)"),
-    ((1, 1, 1, 5, 7), {}, r"received shape \(1, 1, 1, 5, 7\)"),
-    ((3, 5, 7), {}, "ambiguous"),
-    ((2, 3, 5, 7), {"head": 0}, "need index="),
-    ((2, 3, 5, 7), {"index": 2, "head": 0}, "index=2 is out of range for B=2"),
-    ((3, 5, 7), {"head": 3}, "head=3 is out of range for H=3"),
-    ((3, 5, 7), {"head": "median"}, "'median'"),
-    ((5, 7), {"head": "mean"}, "no head axis"),
-])
+@pytest.mark.parametrize(
+    "shape, kwargs, message",
+    [
+        ((5, 6), {}, "source_tokens has 7 tokens but weights have Tv=6"),
+        ((4, 7), {}, "target_tokens has 5 tokens but weights have Tq=4"),
+        (
+            (5, 8),
+            {"source_length": 6},
+            r"source_tokens has 7 tokens but weights have Tv=8 \(6 after",
+        ),
+        ((5, 7), {"source_length": 9}, "source_length=9 but weights have Tv=7"),
+        ((5, 7), {"source_length": np.array([3, 4])}, r"received shape \(2,\)"),
+        ((5, 7), {"source_length": 3, "source_mask": np.ones(7, bool)}, "not both"),
+        ((5, 7), {"target_mask": np.zeros(5, bool)}, "0 target and 7 source tokens"),
+        (
+            (5, 7),
+            {"target_mask": np.ones(4, bool)},
+            r"target_mask has shape \(4,\) but weights have Tq=5",
+        ),
+        ((7,), {}, r"received shape \(7,\)"),
+        ((1, 1, 1, 5, 7), {}, r"received shape \(1, 1, 1, 5, 7\)"),
+        ((3, 5, 7), {}, "ambiguous"),
+        ((2, 3, 5, 7), {"head": 0}, "need index="),
+        ((2, 3, 5, 7), {"index": 2, "head": 0}, "index=2 is out of range for B=2"),
+        ((3, 5, 7), {"head": 3}, "head=3 is out of range for H=3"),
+        ((3, 5, 7), {"head": "median"}, "'median'"),
+        ((5, 7), {"head": "mean"}, "no head axis"),
+    ],
+)
 def test_bad_inputs_raise_value_error(shape, kwargs, message):
     weights = np.full(shape, 0.1, "float32")
     with pytest.raises(ValueError, match=message):

@@ -16,9 +16,15 @@ TARGET = ["le", "chat", "s'est", "assis", "&amp;"]
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 CHROME_FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-    "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
 )
 
 
@@ -34,10 +40,11 @@ def separated_weights(*shape, seed=0):
 @pytest.fixture
 def page(tmp_path):
     """Writes a page and returns `(path, text)`."""
+
     def write(weights, source=SOURCE, target=TARGET, **kwargs):
-        path = save_attention_html(weights, source, target,
-                                   tmp_path / "attention.html", **kwargs)
+        path = save_attention_html(weights, source, target, tmp_path / "attention.html", **kwargs)
         return path, path.read_text(encoding="utf-8")
+
     return write
 
 
@@ -61,8 +68,16 @@ def test_tokens_are_escaped(page):
 
 def test_stable_hooks(page):
     _, text = page(separated_weights(3, 5, 7))
-    assert len(re.findall(r'class="ka-cell" id="ka-cell-\d+-\d+" '
-                          r'data-row="\d+" data-col="\d+"', text)) == 35
+    assert (
+        len(
+            re.findall(
+                r'class="ka-cell" id="ka-cell-\d+-\d+" '
+                r'data-row="\d+" data-col="\d+"',
+                text,
+            )
+        )
+        == 35
+    )
     assert len(re.findall(r'class="ka-token ka-source"[^>]*data-weight=""', text)) == 7
     assert len(re.findall(r'class="ka-token ka-target"[^>]*data-row=', text)) == 5
     options = re.findall(r"<option [^>]*>([^<]*)</option>", text)
@@ -80,12 +95,15 @@ def test_page_needs_no_matplotlib(page, monkeypatch):
     assert "ka-matrix" in text
 
 
-@pytest.mark.parametrize("weights, kwargs, message", [
-    (np.zeros((5, 6)), {}, "source_tokens has 7 tokens but weights have Tv=6"),
-    (np.zeros((4, 7)), {}, "target_tokens has 5 tokens but weights have Tq=4"),
-    (np.zeros((2, 2, 5, 7)), {}, "need index="),
-    (np.zeros((5, 7)), {"target_length": 6}, "target_length=6 but weights have Tq=5"),
-])
+@pytest.mark.parametrize(
+    "weights, kwargs, message",
+    [
+        (np.zeros((5, 6)), {}, "source_tokens has 7 tokens but weights have Tv=6"),
+        (np.zeros((4, 7)), {}, "target_tokens has 5 tokens but weights have Tq=4"),
+        (np.zeros((2, 2, 5, 7)), {}, "need index="),
+        (np.zeros((5, 7)), {"target_length": 6}, "target_length=6 but weights have Tq=5"),
+    ],
+)
 def test_bad_inputs_raise_value_error(page, weights, kwargs, message):
     with pytest.raises(ValueError, match=message):
         page(weights, **kwargs)
@@ -101,8 +119,7 @@ def browser(tmp_path_factory):
 
     missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not os.path.exists(p)]
     if missing:
-        pytest.skip(f"{', '.join(missing)} not found: "
-                    "apt-get install -y chromium chromium-driver")
+        pytest.skip(f"{', '.join(missing)} not found: apt-get install -y chromium chromium-driver")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in CHROME_FLAGS:
@@ -149,8 +166,10 @@ def alpha(element):
 def source_state(browser, n_source):
     """The data-weight and shading of each source token span."""
     spans = [by_id(browser, f"ka-source-{j}") for j in range(n_source)]
-    return (np.array([float(s.get_attribute("data-weight")) for s in spans]),
-            np.array([alpha(s) for s in spans]))
+    return (
+        np.array([float(s.get_attribute("data-weight")) for s in spans]),
+        np.array([alpha(s) for s in spans]),
+    )
 
 
 def assert_nothing_highlighted(browser, n_source):
@@ -184,14 +203,16 @@ def test_head_selector_changes_the_highlight(browser, page):
     path, _ = page(weights)
     open_page(browser, path)
     by_id(browser, "ka-target-2").click()  # pin row 2
-    for label, matrix in [("head 1", weights[1]), ("head 2", weights[2]),
-                          ("mean", reduce_heads(weights, "mean")),
-                          ("max", reduce_heads(weights, "max"))]:
+    for label, matrix in [
+        ("head 1", weights[1]),
+        ("head 2", weights[2]),
+        ("mean", reduce_heads(weights, "mean")),
+        ("max", reduce_heads(weights, "max")),
+    ]:
         choose_head(browser, label)
         assert_highlight_follows(matrix[2], *source_state(browser, 7), matrix)
         cell = by_id(browser, "ka-cell-4-6")
-        assert float(cell.get_attribute("data-weight")) == pytest.approx(
-            matrix[4, 6], abs=1e-6)
+        assert float(cell.get_attribute("data-weight")) == pytest.approx(matrix[4, 6], abs=1e-6)
 
 
 @pytest.mark.browser
@@ -199,8 +220,9 @@ def test_matrix_cells_are_shaded_by_weight(browser, page):
     weights = separated_weights(5, 7, seed=2)
     path, _ = page(weights)
     open_page(browser, path)
-    shading = np.array([[alpha(by_id(browser, f"ka-cell-{i}-{j}")) for j in range(7)]
-                        for i in range(5)])
+    shading = np.array(
+        [[alpha(by_id(browser, f"ka-cell-{i}-{j}")) for j in range(7)] for i in range(5)]
+    )
     np.testing.assert_allclose(shading, weights / weights.max(), atol=2 / 255)
 
 
@@ -224,8 +246,7 @@ def test_page_shows_raw_tokens_and_trims_padding(browser, page):
     open_page(browser, path)
     spans = browser.find_elements("css selector", ".ka-source")
     assert [s.text for s in spans] == SOURCE[:6]
-    assert [t.text for t in browser.find_elements("css selector", ".ka-target")] \
-        == TARGET[:4]
+    assert [t.text for t in browser.find_elements("css selector", ".ka-target")] == TARGET[:4]
     assert len(browser.find_elements("css selector", ".ka-cell")) == 24
     hover(browser, by_id(browser, "ka-target-3"))
     trimmed = weights[1, :4, :6]

@@ -21,8 +21,14 @@ def run_python(code, cwd, pythonpath, backend=None):
     env = dict(os.environ, PYTHONPATH=str(pythonpath), TF_CPP_MIN_LOG_LEVEL="3")
     if backend is not None:
         env["KERAS_BACKEND"] = backend
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
 
@@ -39,7 +45,8 @@ def source_files(package):
 def test_package_imports_without_matplotlib(tmp_path):
     # Keras itself imports matplotlib when it is installed, so "not in sys.modules"
     # cannot be checked here; blocking it proves no module of ours imports it on load.
-    out = run_python("""
+    out = run_python(
+        """
         import sys
         sys.modules["matplotlib"] = None  # any import of it now raises ImportError
         import keras_attention
@@ -50,11 +57,16 @@ def test_package_imports_without_matplotlib(tmp_path):
             keras_attention.plot_attention([[1.0]], ["a"], ["b"])
         except ImportError as err:
             print(err)
-    """, cwd=tmp_path, pythonpath=ROOT)
+    """,
+        cwd=tmp_path,
+        pythonpath=ROOT,
+    )
     file, error = out.strip().splitlines()[-2:]
     assert pathlib.Path(file).is_relative_to(PACKAGE)
-    assert error == 'plot_attention needs matplotlib. Install the plotting extra: ' \
-                    'pip install "keras-attention[plot]"'
+    assert (
+        error == "plot_attention needs matplotlib. Install the plotting extra: "
+        'pip install "keras-attention[plot]"'
+    )
 
 
 def test_assets_are_real_files_used_by_the_page(tmp_path):
@@ -66,18 +78,34 @@ def test_assets_are_real_files_used_by_the_page(tmp_path):
         assert (ASSETS / name).read_text(encoding="utf-8") in page
 
 
-@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
-                    reason="packaging does not depend on the backend; runs once, "
-                           "under KERAS_BACKEND=tensorflow")
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="packaging does not depend on the backend; runs once, under KERAS_BACKEND=tensorflow",
+)
 def test_wheel_ships_the_plotting_assets(tmp_path):
     tree = tmp_path / "tree"  # a clean copy: no stale build/ of the source tree
-    shutil.copytree(PACKAGE, tree / "keras_attention",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        PACKAGE, tree / "keras_attention", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(ROOT / name, tree / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "--quiet", "-w", str(tmp_path / "dist"), str(tree)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            "-w",
+            str(tmp_path / "dist"),
+            str(tree),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (wheel,) = (tmp_path / "dist").glob("keras_attention-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         shipped = sorted(n for n in archive.namelist() if n.startswith("keras_attention/"))
@@ -85,10 +113,24 @@ def test_wheel_ships_the_plotting_assets(tmp_path):
     assert "keras_attention/plotting/assets/attention.js" in shipped
 
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--quiet",
-                    "--target", str(target), str(wheel)],
-                   check=True, capture_output=True, timeout=300)
-    out = run_python(f"""
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--quiet",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    out = run_python(
+        f"""
         import pathlib, sys
         sys.path.insert(0, {str(target)!r})
         import keras_attention
@@ -96,7 +138,11 @@ def test_wheel_ships_the_plotting_assets(tmp_path):
         page = keras_attention.save_attention_html(
             [[[0.9, 0.1]], [[0.2, 0.8]]], ["le", "chat"], ["cat"], "page.html")
         print(page.resolve())
-    """, cwd=tmp_path, pythonpath="", backend="numpy")
+    """,
+        cwd=tmp_path,
+        pythonpath="",
+        backend="numpy",
+    )
     file, page = out.strip().splitlines()[-2:]
     assert pathlib.Path(file).is_relative_to(target)
     text = pathlib.Path(page).read_text(encoding="utf-8")

@@ -24,7 +24,8 @@ def test_sinusoid_matches_the_paper(features, rng):
     np.testing.assert_allclose(to_numpy(layer(x)), x + expected, atol=1e-5)
     encoding = SinusoidalPositionalEncoding(mode="encoding", max_wavelength=100.0)(x)
     np.testing.assert_allclose(
-        to_numpy(encoding), np.broadcast_to(reference.sinusoid(range(5), features, 100.0), x.shape),
+        to_numpy(encoding),
+        np.broadcast_to(reference.sinusoid(range(5), features, 100.0), x.shape),
         atol=1e-5,
     )
 
@@ -37,8 +38,9 @@ def test_sinusoid_start_index_and_positions_pick_rows(rng):
         step = layer(x[:, t : t + 1], start_index=t)
         np.testing.assert_allclose(to_numpy(step), full[:, t : t + 1], atol=1e-6)
         start = keras.ops.convert_to_tensor(t, "int32")
-        np.testing.assert_allclose(to_numpy(layer(x[:, t : t + 1], start_index=start)),
-                                   full[:, t : t + 1], atol=1e-6)
+        np.testing.assert_allclose(
+            to_numpy(layer(x[:, t : t + 1], start_index=start)), full[:, t : t + 1], atol=1e-6
+        )
     positions = np.array([[4, 0, 9], [1, 1, 2]])  # (B, T) per example
     out = to_numpy(layer(x[:, :3], positions=positions))
     for b in range(2):
@@ -50,8 +52,11 @@ def test_sinusoid_in_float16_is_cast_once(rng):
     x = rng.normal(size=(1, 40, 8)).astype("float16")
     out = SinusoidalPositionalEncoding(dtype="float16")(x)
     assert keras.backend.standardize_dtype(out.dtype) == "float16"
-    np.testing.assert_allclose(to_numpy(out).astype("float32"),
-                               x.astype("float64") + reference.sinusoid(range(40), 8), atol=1e-2)
+    np.testing.assert_allclose(
+        to_numpy(out).astype("float32"),
+        x.astype("float64") + reference.sinusoid(range(40), 8),
+        atol=1e-2,
+    )
 
 
 # -------------------------------------------------------------------- learned
@@ -66,8 +71,11 @@ def test_learned_table_rows_are_added(rng):
     encoding = LearnedPositionalEmbedding(8, mode="encoding")
     encoding.build(x.shape)
     encoding.embeddings.assign(table)
-    np.testing.assert_allclose(to_numpy(encoding(x, positions=np.array([7, 0, 2]))),
-                               np.broadcast_to(table[[7, 0, 2]], x.shape), atol=1e-6)
+    np.testing.assert_allclose(
+        to_numpy(encoding(x, positions=np.array([7, 0, 2]))),
+        np.broadcast_to(table[[7, 0, 2]], x.shape),
+        atol=1e-6,
+    )
 
 
 def test_learned_too_long_is_a_value_error_and_dynamic_positions_clip(rng):
@@ -115,8 +123,9 @@ def test_mask_passes_through_to_attention(encoding, rng):
     "make",
     [
         lambda: SinusoidalPositionalEncoding(max_wavelength=500.0, mode="encoding", name="pe"),
-        lambda: LearnedPositionalEmbedding(12, mode="encoding", embeddings_regularizer="l2",
-                                           name="pe"),
+        lambda: LearnedPositionalEmbedding(
+            12, mode="encoding", embeddings_regularizer="l2", name="pe"
+        ),
     ],
 )
 def test_config_round_trip(make):
@@ -170,8 +179,10 @@ def test_bad_arguments_raise(make, match):
         (lambda layer: layer(np.zeros((2, 4), "float32")), "rank-3"),
         (lambda layer: layer(np.zeros((1, 2, 4), "float32"), start_index=-1), "start_index"),
         (lambda layer: layer(np.zeros((1, 2, 4), "float32"), start_index=1.5), "start_index"),
-        (lambda layer: layer(np.zeros((1, 2, 4), "float32"), positions=np.zeros((1, 1, 2))),
-         "positions"),
+        (
+            lambda layer: layer(np.zeros((1, 2, 4), "float32"), positions=np.zeros((1, 1, 2))),
+            "positions",
+        ),
     ],
 )
 def test_bad_calls_raise(call, match):
@@ -183,11 +194,17 @@ def test_bad_calls_raise(call, match):
 # --------------------------------------------------------------------- rotary
 def test_rotary_matches_a_rotation_per_pair(rng):
     x = rng.normal(size=(2, 3, 5, 8)).astype("float32")  # (B, H, T, d)
-    np.testing.assert_allclose(to_numpy(rotary_embedding(x, np.arange(5))),
-                               reference.rotate_half(x, np.arange(5)), atol=1e-5)
+    np.testing.assert_allclose(
+        to_numpy(rotary_embedding(x, np.arange(5))),
+        reference.rotate_half(x, np.arange(5)),
+        atol=1e-5,
+    )
     positions = np.array([[3, 1, 4, 1, 5], [9, 2, 6, 5, 3]])[:, None]  # (B, 1, T)
-    np.testing.assert_allclose(to_numpy(rotary_embedding(x, positions, base=100.0)),
-                               reference.rotate_half(x, positions, 100.0), atol=1e-5)
+    np.testing.assert_allclose(
+        to_numpy(rotary_embedding(x, positions, base=100.0)),
+        reference.rotate_half(x, positions, 100.0),
+        atol=1e-5,
+    )
 
 
 def test_rotary_logits_depend_on_relative_positions_only(rng):
@@ -212,6 +229,7 @@ def test_rotary_keeps_the_dtype_and_rejects_odd_features():
 
 def _rotary_multi_head_reference(layer, q, kv, mask):
     """MultiHead with RoPE in NumPy: keys at j, queries at Tv - Tq + i."""
+
     def dense(sub, x):
         return reference.dense(x, to_numpy(sub.kernel), to_numpy(sub.bias))
 
@@ -236,8 +254,9 @@ def test_multi_head_rotary_matches_numpy(tq, causal, rng):
     q = kv[:, 5 - tq :]
     out = layer(q, kv, use_causal_mask=causal)
     mask = reference.causal(tq, 5)[None, None] if causal else None
-    np.testing.assert_allclose(to_numpy(out), _rotary_multi_head_reference(layer, q, kv, mask),
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        to_numpy(out), _rotary_multi_head_reference(layer, q, kv, mask), atol=1e-5
+    )
     # A rank-2 query is the last position, and the end-aligned rule is what rows use.
     step = layer(kv[:, -1], kv)
     np.testing.assert_allclose(to_numpy(step), to_numpy(layer(kv, kv))[:, -1], atol=1e-5)
@@ -245,12 +264,12 @@ def test_multi_head_rotary_matches_numpy(tq, causal, rng):
 
 def test_multi_head_rotary_chunked_path_matches_exact_with_gradients(rng):
     exact = MultiHead(num_heads=2, key_dim=4, rotary=True, implementation="exact")
-    chunked = MultiHead(num_heads=2, key_dim=4, rotary=True, implementation="chunked",
-                        block_size=2)
+    chunked = MultiHead(num_heads=2, key_dim=4, rotary=True, implementation="chunked", block_size=2)
     x = rng.normal(size=(2, 5, 8)).astype("float32")
     exact.build(x.shape)
     chunked.build(x.shape)
     chunked.set_weights(exact.get_weights())
+
     def loss(layer):
         return lambda t: keras.ops.sum(layer(t, t, use_causal_mask=True) ** 2)
 

@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-from typing import Sequence
+from collections.abc import Sequence
 
 import keras
 import numpy as np
 
 import keras_attention
-from keras_attention import BahdanauAttention, MultiHead, plot_attention, plot_heads
+from keras_attention import BahdanauAttention
+from keras_attention import MultiHead
+from keras_attention import plot_attention
+from keras_attention import plot_heads
 
 DEFAULT_OUTPUT = pathlib.Path(__file__).resolve().parent.parent / "img"
 PAD, START, END = 0, 1, 2  # token ids; digits 0-9 are ids 3-12
@@ -85,8 +88,14 @@ def train_reversal(epochs: int, examples: int, seed: int) -> keras.Model:
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
     )
     sample_weight = (target_out != PAD).astype("float32")
-    trainer.fit([source, target_in], target_out, sample_weight=sample_weight,
-                batch_size=64, epochs=epochs, verbose=0)
+    trainer.fit(
+        [source, target_in],
+        target_out,
+        sample_weight=sample_weight,
+        batch_size=64,
+        epochs=epochs,
+        verbose=0,
+    )
     return model
 
 
@@ -101,8 +110,11 @@ def reversal_heatmap(model: keras.Model, output: pathlib.Path) -> pathlib.Path:
             break
     outputs = target[1:]
     ax = plot_attention(
-        weights[0], digit_tokens(source[0]), digit_tokens(outputs),
-        source_length=int((source[0] != PAD).sum()), annotate=True,
+        weights[0],
+        digit_tokens(source[0]),
+        digit_tokens(outputs),
+        source_length=int((source[0] != PAD).sum()),
+        annotate=True,
         title="BahdanauAttention, trained to reverse digits",
     )
     ax.set_xlabel("source (encoder)")
@@ -121,9 +133,20 @@ def probability_fns_figure(output: pathlib.Path) -> pathlib.Path:
     axes = figure.subplots(1, 3)
     tokens = ["a", "b", "c", "d", "e", "f"]
     for ax, name in zip(axes, keras_attention.ops.PROBABILITY_FNS):
-        weights = keras.ops.convert_to_numpy(keras_attention.ops.attention_weights(logits, None, name))
-        plot_attention(weights, tokens, ["q"], ax=ax, annotate=True, colorbar=False,
-                       vmin=0.0, vmax=1.0, title=name)
+        weights = keras.ops.convert_to_numpy(
+            keras_attention.ops.attention_weights(logits, None, name)
+        )
+        plot_attention(
+            weights,
+            tokens,
+            ["q"],
+            ax=ax,
+            annotate=True,
+            colorbar=False,
+            vmin=0.0,
+            vmax=1.0,
+            title=name,
+        )
     path = output / "probability_fns.png"
     figure.savefig(path, dpi=110)
     return path
@@ -136,8 +159,14 @@ def multi_head_figure(output: pathlib.Path, seed: int) -> pathlib.Path:
     x = np.random.default_rng(seed).normal(size=(1, len(tokens), 16)).astype("float32")
     layer = MultiHead(num_heads=4, key_dim=8)
     _, weights = layer(x, x, use_causal_mask=True, return_attention_scores=True)  # (1, 4, 6, 6)
-    figure = plot_heads(weights, tokens, tokens, index=0, ncols=4,
-                        title="MultiHead(num_heads=4), use_causal_mask=True")
+    figure = plot_heads(
+        weights,
+        tokens,
+        tokens,
+        index=0,
+        ncols=4,
+        title="MultiHead(num_heads=4), use_causal_mask=True",
+    )
     path = output / "multi_head_causal.png"
     figure.savefig(path, dpi=100)
     return path
@@ -151,15 +180,33 @@ def padding_figure(output: pathlib.Path) -> pathlib.Path:
     value_mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)  # (B, Tv)
     value = np.random.default_rng(1).normal(size=(2, 5, 8)).astype("float32")
     _, weights = keras_attention.ScaledDotProduct()(
-        query, value, value_mask=value_mask, return_attention_scores=True)
+        query, value, value_mask=value_mask, return_attention_scores=True
+    )
     figure = Figure(figsize=(7, 2.6), layout="constrained")
     left, right = figure.subplots(1, 2)
     source = ["s0", "s1", "s2", "<pad>", "<pad>"]
     target = ["t0", "t1", "t2", "t3"]
-    plot_attention(weights, source, target, ax=left, index=0, colorbar=False,
-                   annotate=True, title="as computed")
-    plot_attention(weights, source, target, ax=right, index=0, source_length=[3, 5],
-                   colorbar=False, annotate=True, title="source_length=[3, 5]")
+    plot_attention(
+        weights,
+        source,
+        target,
+        ax=left,
+        index=0,
+        colorbar=False,
+        annotate=True,
+        title="as computed",
+    )
+    plot_attention(
+        weights,
+        source,
+        target,
+        ax=right,
+        index=0,
+        source_length=[3, 5],
+        colorbar=False,
+        annotate=True,
+        title="source_length=[3, 5]",
+    )
     path = output / "padding_trimmed.png"
     figure.savefig(path, dpi=100)
     return path
@@ -167,9 +214,15 @@ def padding_figure(output: pathlib.Path) -> pathlib.Path:
 
 def main(argv: Sequence[str] | None = None) -> list[pathlib.Path]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output", type=pathlib.Path, default=DEFAULT_OUTPUT,
-                        help="folder of the PNG files (default: docs/img)")
-    parser.add_argument("--epochs", type=int, default=12, help="training epochs of the reversal model")
+    parser.add_argument(
+        "--output",
+        type=pathlib.Path,
+        default=DEFAULT_OUTPUT,
+        help="folder of the PNG files (default: docs/img)",
+    )
+    parser.add_argument(
+        "--epochs", type=int, default=12, help="training epochs of the reversal model"
+    )
     parser.add_argument("--examples", type=int, default=4000, help="training strings")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)

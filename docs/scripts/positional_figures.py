@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-from typing import Sequence
+from collections.abc import Sequence
 
 import keras
 import numpy as np
@@ -58,10 +58,17 @@ def rotary_figure(path: pathlib.Path, features: int = 64, distance: int = 60) ->
         query = keras.ops.convert_to_numpy(rotary_embedding(vector, np.array([start])))
         keys = np.repeat(vector, len(offsets), axis=0)  # (N, d), one key per distance
         keys = keras.ops.convert_to_numpy(rotary_embedding(keys, start - offsets))
-        axis.plot(offsets, (keys @ query.T)[:, 0] / features, label=f"query at position {start}",
-                  linestyle="-" if start == distance else "--")
-    axis.set(xlabel="query position - key position", ylabel="q·k / d",
-             title="RoPE: the logit depends on the relative position only")
+        axis.plot(
+            offsets,
+            (keys @ query.T)[:, 0] / features,
+            label=f"query at position {start}",
+            linestyle="-" if start == distance else "--",
+        )
+    axis.set(
+        xlabel="query position - key position",
+        ylabel="q·k / d",
+        title="RoPE: the logit depends on the relative position only",
+    )
     axis.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=100)

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from examples.nmt.vocabulary import END_ID, PAD_ID, START_ID, Vocabularies, Vocabulary, tokenize
+from examples.nmt.vocabulary import END_ID
+from examples.nmt.vocabulary import PAD_ID
+from examples.nmt.vocabulary import START_ID
+from examples.nmt.vocabulary import Vocabularies
+from examples.nmt.vocabulary import Vocabulary
+from examples.nmt.vocabulary import tokenize
 
 _SHUFFLE_BUFFER = 20_000
 

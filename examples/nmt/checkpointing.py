@@ -37,7 +37,10 @@ class RunCheckpoint(keras.callbacks.Callback):
     """See the module doc. Place it after ``early_stopping`` in the callbacks."""
 
     def __init__(
-        self, directory: str, early_stopping: keras.callbacks.EarlyStopping, history_path: str,
+        self,
+        directory: str,
+        early_stopping: keras.callbacks.EarlyStopping,
+        history_path: str,
         monitor: str = "val_loss",
     ):
         super().__init__()
@@ -46,8 +49,14 @@ class RunCheckpoint(keras.callbacks.Callback):
         self.history_path = history_path
         self.monitor = monitor
         self.state: dict[str, Any] = {
-            "epochs_done": 0, "weights": None, "best_epoch": None, "best_value": None,
-            "best_weights": None, "early_stopping": None, "stopped": False, "history": [],
+            "epochs_done": 0,
+            "weights": None,
+            "best_epoch": None,
+            "best_value": None,
+            "best_weights": None,
+            "early_stopping": None,
+            "stopped": False,
+            "history": [],
             "train_seconds": 0.0,
         }
         self._start = time.perf_counter()
@@ -92,18 +101,20 @@ class RunCheckpoint(keras.callbacks.Callback):
         value = float(logs[self.monitor])
         state = dict(self.state)
         if state["best_value"] is None or value < state["best_value"]:
-            state.update(best_epoch=epoch, best_value=value,
-                         best_weights=self._save_weights(f"best_{epoch}"))
+            state.update(
+                best_epoch=epoch, best_value=value, best_weights=self._save_weights(f"best_{epoch}")
+            )
         stopping = self.early_stopping
         best = None if stopping.best is None else float(stopping.best)
         state.update(
             epochs_done=epoch + 1,
             weights=self._save_weights(f"epoch_{epoch + 1}"),
-            early_stopping={"wait": stopping.wait, "best": best,
-                            "best_epoch": stopping.best_epoch},
+            early_stopping={"wait": stopping.wait, "best": best, "best_epoch": stopping.best_epoch},
             stopped=bool(self.model.stop_training),
-            history=[*state["history"], {"epoch": epoch, **{k: float(v) for k, v in logs.items()
-                                                          if k != "learning_rate"}}],
+            history=[
+                *state["history"],
+                {"epoch": epoch, **{k: float(v) for k, v in logs.items() if k != "learning_rate"}},
+            ],
             train_seconds=self._seconds_before + time.perf_counter() - self._start,
         )
         runs.write_json(state, os.path.join(self.directory, STATE))  # the commit

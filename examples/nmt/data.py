@@ -32,24 +32,22 @@ from collections.abc import Sequence
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from examples.nmt import date_normalization, runs, tsv
-from examples.nmt.batching import (  # noqa: F401  (re-exported)
-    alignment_matrix,
-    encode_texts,
-    make_batches,
-    unbatch,
-)
-from examples.nmt.vocabulary import (  # noqa: F401  (re-exported)
-    END_ID,
-    PAD_ID,
-    START_ID,
-    UNK_ID,
-    Vocabularies,
-    Vocabulary,
-    build_vocabularies,
-    standardize,
-    tokenize,
-)
+from examples.nmt import date_normalization
+from examples.nmt import runs
+from examples.nmt import tsv
+from examples.nmt.batching import alignment_matrix  # noqa: F401  (re-exported)
+from examples.nmt.batching import encode_texts  # noqa: F401  (re-exported)
+from examples.nmt.batching import make_batches  # noqa: F401  (re-exported)
+from examples.nmt.batching import unbatch
+from examples.nmt.vocabulary import END_ID  # noqa: F401  (re-exported)
+from examples.nmt.vocabulary import PAD_ID  # noqa: F401  (re-exported)
+from examples.nmt.vocabulary import START_ID  # noqa: F401  (re-exported)
+from examples.nmt.vocabulary import UNK_ID  # noqa: F401  (re-exported)
+from examples.nmt.vocabulary import Vocabularies  # noqa: F401  (re-exported)
+from examples.nmt.vocabulary import Vocabulary  # noqa: F401  (re-exported)
+from examples.nmt.vocabulary import build_vocabularies  # noqa: F401  (re-exported)
+from examples.nmt.vocabulary import standardize  # noqa: F401  (re-exported)
+from examples.nmt.vocabulary import tokenize  # noqa: F401  (re-exported)
 
 DEFAULT_DATASET = date_normalization.DateNormalization.name
 SPLITS = ("train", "validation", "test")
@@ -264,8 +262,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", help="TFDS data dir (default: TFDS's own)")
     parser.add_argument("--source-lang", help="source language key, where ambiguous")
     parser.add_argument("--target-lang", help="target language key, where ambiguous")
-    parser.add_argument("--max-examples", type=runs.integer_at_least(1),
-                        help="keep this many examples a split")
+    parser.add_argument(
+        "--max-examples", type=runs.integer_at_least(1), help="keep this many examples a split"
+    )
 
 
 def splits_from_args(args: argparse.Namespace) -> Splits:

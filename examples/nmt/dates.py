@@ -21,7 +21,9 @@ from __future__ import annotations
 import datetime
 import random
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Mapping
 
 import numpy as np
 

@@ -29,7 +29,8 @@ at all (padding, masked out) are left out of ``cp``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
+from typing import NamedTuple
 
 import tensorflow as tf
 

@@ -26,8 +26,11 @@ import numpy as np
 import sacrebleu
 import tensorflow as tf
 
-from examples.nmt import data, decoding, runs
-from examples.nmt.model import Seq2Seq, step_fn
+from examples.nmt import data
+from examples.nmt import decoding
+from examples.nmt import runs
+from examples.nmt.model import Seq2Seq
+from examples.nmt.model import step_fn
 
 
 def alignment_accuracy(
@@ -74,9 +77,12 @@ def make_translate_fn(
             result = decoding.greedy_search(step_fn(model), state, **common)
         else:
             result = decoding.beam_search(
-                step_fn(model), state, beam_size=beam_size,
+                step_fn(model),
+                state,
+                beam_size=beam_size,
                 length_penalty_alpha=length_penalty,
-                coverage_penalty_beta=coverage_penalty, **common,
+                coverage_penalty_beta=coverage_penalty,
+                **common,
             )
         return tf.nest.map_structure(lambda x: x[:, 0], result)  # best first
 
@@ -85,11 +91,7 @@ def make_translate_fn(
 
 def _texts(split: tf.data.Dataset, key: str) -> list[str]:
     texts = split.map(lambda example: example[key]).batch(4096)
-    return [
-        text.decode("utf-8")
-        for batch in texts
-        for text in data.standardize(batch).numpy()
-    ]
+    return [text.decode("utf-8") for batch in texts for text in data.standardize(batch).numpy()]
 
 
 def evaluate(
@@ -117,11 +119,18 @@ def evaluate(
     """
     with_alignment = "alignment" in split.element_spec
     translate = make_translate_fn(
-        model, beam_size=beam_size, length_penalty=length_penalty,
-        coverage_penalty=coverage_penalty, max_length=max_length,
+        model,
+        beam_size=beam_size,
+        length_penalty=length_penalty,
+        coverage_penalty=coverage_penalty,
+        max_length=max_length,
     )
     batches = data.make_batches(
-        split, vocabularies, batch_size, with_alignment=with_alignment, cache=False,
+        split,
+        vocabularies,
+        batch_size,
+        with_alignment=with_alignment,
+        cache=False,
         max_length=max_source_length or max_length,
     )
     hypotheses: list[str] = []
@@ -152,7 +161,9 @@ def evaluate(
 
 
 def sample(
-    source_ids: tf.Tensor, result: decoding.SearchResult, index: int,
+    source_ids: tf.Tensor,
+    result: decoding.SearchResult,
+    index: int,
     vocabularies: data.Vocabularies,
 ) -> dict[str, Any]:
     """Example ``index`` of a search result: source and output tokens, ``(T, Ts)`` attention."""
@@ -169,8 +180,12 @@ def add_decoding_arguments(parser: argparse.ArgumentParser, default_max_length: 
     parser.add_argument("--beam-size", type=at_least_one, default=1, help="1 = greedy search")
     parser.add_argument("--length-penalty", type=float, default=0.0, help="GNMT alpha")
     parser.add_argument("--coverage-penalty", type=float, default=0.0, help="GNMT beta")
-    parser.add_argument("--max-decode-length", type=at_least_one, default=default_max_length,
-                        help="most output tokens")
+    parser.add_argument(
+        "--max-decode-length",
+        type=at_least_one,
+        default=default_max_length,
+        help="most output tokens",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
@@ -191,9 +206,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     except (OSError, ValueError, runs.RunError) as error:
         runs.fail(parser.prog, str(error))
     metrics, _ = evaluate(
-        model, split, vocabularies,
-        batch_size=args.batch_size, beam_size=args.beam_size,
-        length_penalty=args.length_penalty, coverage_penalty=args.coverage_penalty,
+        model,
+        split,
+        vocabularies,
+        batch_size=args.batch_size,
+        beam_size=args.beam_size,
+        length_penalty=args.length_penalty,
+        coverage_penalty=args.coverage_penalty,
         max_length=args.max_decode_length,
     )
     print(json.dumps(metrics, indent=2, sort_keys=True))

@@ -8,13 +8,13 @@ out)::
     translator = tf.saved_model.load("runs/nmt/saved_model")
     outputs = translator.translate(tf.constant(["May 9th, 1998"]))
     outputs = translator.translate(tf.constant(["May 9th, 1998"]), tf.constant(20))
-    outputs["translation"]      # (B,) strings; "" for a sentence without tokens
-    outputs["attention"]        # (B, T, Ts) float32 weights of each output token
-    outputs["source_tokens"]    # (B, Ts) strings, "" on padding
-    outputs["target_tokens"]    # (B, T) strings, "" after [END]
-    outputs["target_length"]    # (B,) int32 output tokens, [END] included
-    outputs["source_length"]    # (B,) int32 source tokens before truncation
-    outputs["unknown_tokens"]   # (B,) int32 source tokens kept that are not in the vocabulary
+    outputs["translation"]  # (B,) strings; "" for a sentence without tokens
+    outputs["attention"]  # (B, T, Ts) float32 weights of each output token
+    outputs["source_tokens"]  # (B, Ts) strings, "" on padding
+    outputs["target_tokens"]  # (B, T) strings, "" after [END]
+    outputs["target_length"]  # (B,) int32 output tokens, [END] included
+    outputs["source_length"]  # (B,) int32 source tokens before truncation
+    outputs["unknown_tokens"]  # (B,) int32 source tokens kept that are not in the vocabulary
 
 Inside: ``vocabulary.standardize_without_nfkc`` (TensorFlow string ops only),
 vocabulary lookup, ``model.initial_state``/``model.step`` under greedy
@@ -29,8 +29,11 @@ import os
 
 import tensorflow as tf
 
-from examples.nmt import data, decoding, vocabulary
-from examples.nmt.model import Seq2Seq, step_fn
+from examples.nmt import data
+from examples.nmt import decoding
+from examples.nmt import vocabulary
+from examples.nmt.model import Seq2Seq
+from examples.nmt.model import step_fn
 
 _TEXTS = tf.TensorSpec([None], tf.string, name="texts")
 _MAX_LENGTH = tf.TensorSpec([], tf.int32, name="max_length")
@@ -40,7 +43,10 @@ class Translator(tf.Module):
     """Strings in, translations and attention out; see the module doc."""
 
     def __init__(
-        self, model: Seq2Seq, vocabularies: data.Vocabularies, max_length: int = 64,
+        self,
+        model: Seq2Seq,
+        vocabularies: data.Vocabularies,
+        max_length: int = 64,
         max_source_length: int | None = None,
     ):
         super().__init__(name="translator")
@@ -66,8 +72,12 @@ class Translator(tf.Module):
         source_ids = tf.pad(source_ids, [[0, 0], [0, pad]])
         source_tokens = tf.pad(source_tokens, [[0, 0], [0, pad]])
         result = decoding.greedy_search(
-            step_fn(self.model), self.model.initial_state(source_ids),
-            data.START_ID, data.END_ID, max_length, pad_id=data.PAD_ID,
+            step_fn(self.model),
+            self.model.initial_state(source_ids),
+            data.START_ID,
+            data.END_ID,
+            max_length,
+            pad_id=data.PAD_ID,
         )
         # A sentence without tokens translates to nothing (not to a guess).
         ids = tf.where(has_tokens[:, None], result.ids[:, 0], data.PAD_ID)  # (B, T)
@@ -81,15 +91,16 @@ class Translator(tf.Module):
             "target_tokens": tf.where(inside, tf.gather(self.target_tokens, ids), ""),
             "target_length": lengths,
             "source_length": tf.cast(all_tokens.row_lengths(), tf.int32),
-            "unknown_tokens": tf.reduce_sum(
-                tf.cast(source_ids == data.UNK_ID, tf.int32), axis=1
-            ),
+            "unknown_tokens": tf.reduce_sum(tf.cast(source_ids == data.UNK_ID, tf.int32), axis=1),
         }
 
 
 def export_translator(
-    model: Seq2Seq, vocabularies: data.Vocabularies, path: str | os.PathLike,
-    max_length: int = 64, max_source_length: int | None = None,
+    model: Seq2Seq,
+    vocabularies: data.Vocabularies,
+    path: str | os.PathLike,
+    max_length: int = 64,
+    max_source_length: int | None = None,
 ) -> str:
     """Writes the SavedModel; returns its path.
 

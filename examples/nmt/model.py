@@ -24,7 +24,8 @@ of ``examples.nmt.decoding``.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
+from typing import NamedTuple
 
 import keras
 import tensorflow as tf
@@ -141,8 +142,10 @@ class Seq2Seq(keras.Model):
         self.input_feeding = decoder == "bahdanau"
         if self.input_feeding:
             self.decoder_cell = keras_attention.AttentionRNNCell(
-                _rnn_cell(rnn, units, "decoder_cell"), self.attention_layer,
-                attention_layer_size=units, name="attention_cell",
+                _rnn_cell(rnn, units, "decoder_cell"),
+                self.attention_layer,
+                attention_layer_size=units,
+                name="attention_cell",
             )
             self.decoder_rnn = keras_attention.AttentionRNN(self.decoder_cell, name="decoder_rnn")
             self.attentional = TakeLast(units, name="attentional")  # a_t out of [h_t; a_t]
@@ -237,9 +240,7 @@ class Seq2Seq(keras.Model):
         embedded = ops.take(self.target_embedding.embeddings, inputs, axis=0)  # (N, E)
         if self.input_feeding:
             cell = self.decoder_cell
-            full = AttentionRNNState(
-                state["cell"], state["attention"], state["weights"], *memory
-            )
+            full = AttentionRNNState(state["cell"], state["attention"], state["weights"], *memory)
             _, new_states = cell(embedded, cell.pack_state(full))
             new = cell.unpack_state(new_states)
             attentional, weights = new.attention, new.weights  # a_t, w_t
@@ -249,7 +250,10 @@ class Seq2Seq(keras.Model):
             if not isinstance(cell_states, (list, tuple)):
                 cell_states = [cell_states]
             context, weights = self.attention_layer.attend(
-                output, memory.keys, memory.values, value_mask=memory.mask,
+                output,
+                memory.keys,
+                memory.values,
+                value_mask=memory.mask,
                 return_attention_scores=True,
             )
             attentional = self.attention_dense(ops.concatenate([output, context], -1))
@@ -286,8 +290,15 @@ def build_model(
         dropout: dropout on the embeddings and the attentional vector.
     """
     return Seq2Seq(
-        source_vocab_size, target_vocab_size, embedding_dim=embedding_dim, units=units,
-        attention=attention, decoder=decoder, rnn=rnn, num_heads=num_heads, dropout=dropout,
+        source_vocab_size,
+        target_vocab_size,
+        embedding_dim=embedding_dim,
+        units=units,
+        attention=attention,
+        decoder=decoder,
+        rnn=rnn,
+        num_heads=num_heads,
+        dropout=dropout,
     )
 
 

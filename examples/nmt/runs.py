@@ -17,8 +17,10 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Any
+from typing import NoReturn
 
 import keras
 
@@ -31,10 +33,21 @@ METRICS = "metrics.json"
 HISTORY = "history.csv"
 TRAINING = "training.json"
 # Flags that may change between a run and its resumption.
-RESUME_IRRELEVANT = frozenset({
-    "output_dir", "overwrite", "data_dir", "strategy", "samples", "no_export", "no_evaluate",
-    "beam_size", "length_penalty", "coverage_penalty", "max_decode_length",
-})
+RESUME_IRRELEVANT = frozenset(
+    {
+        "output_dir",
+        "overwrite",
+        "data_dir",
+        "strategy",
+        "samples",
+        "no_export",
+        "no_evaluate",
+        "beam_size",
+        "length_penalty",
+        "coverage_penalty",
+        "max_decode_length",
+    }
+)
 
 
 class RunError(Exception):
@@ -60,9 +73,7 @@ def integer_at_least(minimum: int) -> Callable[[str], int]:
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected an integer, received {text!r}") from None
         if value < minimum:
-            raise argparse.ArgumentTypeError(
-                f"expected an integer >= {minimum}, received {value}"
-            )
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, received {value}")
         return value
 
     parse.__name__ = f"integer >= {minimum}"
@@ -176,8 +187,12 @@ def plot_history(path: str, output: str) -> None:
     for ax, key in zip(axes, ("loss", "masked_accuracy")):
         for prefix in ("", "val_"):
             if rows and prefix + key in rows[0]:
-                ax.plot(epochs, [float(row[prefix + key]) for row in rows], marker="o",
-                        label=(prefix or "train_").rstrip("_"))
+                ax.plot(
+                    epochs,
+                    [float(row[prefix + key]) for row in rows],
+                    marker="o",
+                    label=(prefix or "train_").rstrip("_"),
+                )
         ax.set_xlabel("epoch")
         ax.set_title(key)
         ax.legend()
@@ -199,13 +214,18 @@ def save_heatmaps(samples: list[dict[str, Any]], directory: str) -> list[str]:
     for index, sample in enumerate(samples):
         stem = os.path.join(directory, f"attention_{index}")
         ax = keras_attention.plot_attention(
-            sample["attention"], sample["source"], sample["target"],
+            sample["attention"],
+            sample["source"],
+            sample["target"],
             title=" ".join(sample["source"]),
         )
         ax.figure.savefig(stem + ".png", dpi=100, bbox_inches="tight")
         plt.close(ax.figure)
         keras_attention.save_attention_html(
-            sample["attention"], sample["source"], sample["target"], stem + ".html",
+            sample["attention"],
+            sample["source"],
+            sample["target"],
+            stem + ".html",
             title=" ".join(sample["source"]),
         )
         paths += [stem + ".png", stem + ".html"]

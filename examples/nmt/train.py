@@ -38,16 +38,33 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from examples.nmt import data, evaluate, export, runs
+from examples.nmt import data
+from examples.nmt import evaluate
+from examples.nmt import export
+from examples.nmt import runs
 from examples.nmt.checkpointing import RunCheckpoint
-from examples.nmt.model import ATTENTIONS, DECODERS, RNNS, build_model
+from examples.nmt.model import ATTENTIONS
+from examples.nmt.model import DECODERS
+from examples.nmt.model import RNNS
+from examples.nmt.model import build_model
 
 DEFAULT_OUTPUT_DIR = os.path.join("runs", "nmt")
 # What a run writes into its folder; --overwrite deletes these and nothing else.
 OUTPUTS = (
-    runs.CONFIG, runs.MODEL, runs.METRICS, runs.HISTORY, runs.TRAINING, "source_vocabulary.txt",
-    "target_vocabulary.txt", "training_curves.png", "attention_*.png", "attention_*.html",
-    "saved_model", "backup", "logs", "checkpoint.weights.h5",
+    runs.CONFIG,
+    runs.MODEL,
+    runs.METRICS,
+    runs.HISTORY,
+    runs.TRAINING,
+    "source_vocabulary.txt",
+    "target_vocabulary.txt",
+    "training_curves.png",
+    "attention_*.png",
+    "attention_*.html",
+    "saved_model",
+    "backup",
+    "logs",
+    "checkpoint.weights.h5",
 )
 
 
@@ -91,8 +108,11 @@ def make_parser() -> argparse.ArgumentParser:
     positive, at_least = runs.integer_at_least(1), runs.integer_at_least
     data.add_arguments(parser)
     parser.add_argument("--output-dir", default=DEFAULT_OUTPUT_DIR)
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace the outputs of an earlier run in --output-dir")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace the outputs of an earlier run in --output-dir",
+    )
     parser.add_argument("--attention", default="bahdanau", choices=ATTENTIONS)
     parser.add_argument("--decoder", default="bahdanau", choices=DECODERS)
     parser.add_argument("--rnn", default="gru", choices=RNNS)
@@ -100,28 +120,41 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--units", type=at_least(2), default=128, help="even")
     parser.add_argument("--num-heads", type=positive, default=4)
     parser.add_argument("--dropout", type=float, default=0.0)
-    parser.add_argument("--vocab-size", type=at_least(5), default=20_000,
-                        help="most ids per side, the 4 reserved ones included")
-    parser.add_argument("--max-length", type=at_least(2), default=64,
-                        help="most tokens per sentence")
+    parser.add_argument(
+        "--vocab-size",
+        type=at_least(5),
+        default=20_000,
+        help="most ids per side, the 4 reserved ones included",
+    )
+    parser.add_argument(
+        "--max-length", type=at_least(2), default=64, help="most tokens per sentence"
+    )
     parser.add_argument("--epochs", type=positive, default=2)
     parser.add_argument("--batch-size", type=positive, default=128)
     parser.add_argument("--learning-rate", type=float, default=3e-3, help="peak, after warm-up")
     parser.add_argument("--warmup-steps", type=at_least(0), default=100)
     parser.add_argument("--clipnorm", type=float, default=1.0, help="per-variable; 0 = off")
-    parser.add_argument("--output-bias", choices=("unigram", "zeros"), default="unigram",
-                        help="initial logits bias: log target-token frequencies, or zeros")
-    parser.add_argument("--patience", type=at_least(0), default=2,
-                        help="early stopping, in epochs")
+    parser.add_argument(
+        "--output-bias",
+        choices=("unigram", "zeros"),
+        default="unigram",
+        help="initial logits bias: log target-token frequencies, or zeros",
+    )
+    parser.add_argument("--patience", type=at_least(0), default=2, help="early stopping, in epochs")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--mixed-precision", action="store_true", help="mixed_float16")
     parser.add_argument("--jit-compile", action="store_true", help="XLA for the train step")
-    parser.add_argument("--strategy", choices=("default", "mirrored", "multiworker"),
-                        default="default", help="tf.distribute strategy")
+    parser.add_argument(
+        "--strategy",
+        choices=("default", "mirrored", "multiworker"),
+        default="default",
+        help="tf.distribute strategy",
+    )
     parser.add_argument("--samples", type=at_least(0), default=3, help="heat-maps to draw")
     parser.add_argument("--no-export", action="store_true", help="skip the SavedModel")
-    parser.add_argument("--no-evaluate", action="store_true",
-                        help="skip the test-split evaluation and heat-maps")
+    parser.add_argument(
+        "--no-evaluate", action="store_true", help="skip the test-split evaluation and heat-maps"
+    )
     evaluate.add_decoding_arguments(parser)
     return parser
 
@@ -131,8 +164,10 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
     if args.units % 2:
         parser.error(f"argument --units: expected an even number, received {args.units}")
     if args.attention == "multihead" and args.units % args.num_heads:
-        parser.error(f"argument --num-heads: expected a divisor of --units {args.units}, "
-                     f"received {args.num_heads}")
+        parser.error(
+            f"argument --num-heads: expected a divisor of --units {args.units}, "
+            f"received {args.num_heads}"
+        )
     if not 0.0 <= args.dropout < 1.0:
         parser.error(f"argument --dropout: expected 0 <= dropout < 1, received {args.dropout}")
     if not args.learning_rate > 0.0:
@@ -201,7 +236,9 @@ def learning_rate_schedule(args: argparse.Namespace, steps_per_epoch: int):
     total = max(args.epochs * steps_per_epoch, 1)
     warmup = min(args.warmup_steps, total // 2)
     return keras.optimizers.schedules.CosineDecay(
-        0.0, decay_steps=max(total - warmup, 1), warmup_target=args.learning_rate,
+        0.0,
+        decay_steps=max(total - warmup, 1),
+        warmup_target=args.learning_rate,
         warmup_steps=warmup,
     )
 
@@ -248,15 +285,21 @@ def train(
 
 
 def fit(
-    args: argparse.Namespace, splits: data.Splits, vocabularies: data.Vocabularies,
+    args: argparse.Namespace,
+    splits: data.Splits,
+    vocabularies: data.Vocabularies,
     extra_callbacks: Sequence[keras.callbacks.Callback] = (),
 ) -> tuple[keras.Model, dict[str, Any]]:
     """Trains (or resumes) to the end; saves the best epoch's ``model.keras``."""
     out = args.output_dir
     batches = {
         name: data.make_batches(
-            splits[name], vocabularies, args.batch_size, training=name == "train",
-            max_length=args.max_length, seed=args.seed,
+            splits[name],
+            vocabularies,
+            args.batch_size,
+            training=name == "train",
+            max_length=args.max_length,
+            seed=args.seed,
         )
         for name in ("train", "validation")
     }
@@ -273,10 +316,15 @@ def fit(
     try:
         with strategy.scope():
             model = build_model(
-                len(vocabularies.source), len(vocabularies.target),
-                embedding_dim=args.embedding_dim, units=args.units,
-                attention=args.attention, decoder=args.decoder, rnn=args.rnn,
-                num_heads=args.num_heads, dropout=args.dropout,
+                len(vocabularies.source),
+                len(vocabularies.target),
+                embedding_dim=args.embedding_dim,
+                units=args.units,
+                attention=args.attention,
+                decoder=args.decoder,
+                rnn=args.rnn,
+                num_heads=args.num_heads,
+                dropout=args.dropout,
             )
             if args.output_bias == "unigram":
                 model.output_layer.bias.assign(
@@ -292,8 +340,10 @@ def fit(
                 jit_compile=args.jit_compile,
             )
             done = checkpoint.restore(model)
-        print(f"Training {model.name}: {model.count_params():,} parameters, "
-              f"{steps_per_epoch} steps an epoch, on {strategy.num_replicas_in_sync} replicas.")
+        print(
+            f"Training {model.name}: {model.count_params():,} parameters, "
+            f"{steps_per_epoch} steps an epoch, on {strategy.num_replicas_in_sync} replicas."
+        )
         if done:
             print(f"Resuming after epoch {done} (backup in {backup}).")
         # Repeated: bucketing makes the batch count vary a little by epoch. A
@@ -302,11 +352,13 @@ def fit(
         model.fit(
             batches["train"].repeat().skip(done * steps_per_epoch),
             steps_per_epoch=steps_per_epoch,
-            validation_data=batches["validation"].repeat(), validation_steps=validation_steps,
-            initial_epoch=done, epochs=done if checkpoint.state["stopped"] else args.epochs,
-            callbacks=[early_stopping, checkpoint, *tensorboard_callbacks(args),
-                       *extra_callbacks],
-            verbose=1, shuffle=False,
+            validation_data=batches["validation"].repeat(),
+            validation_steps=validation_steps,
+            initial_epoch=done,
+            epochs=done if checkpoint.state["stopped"] else args.epochs,
+            callbacks=[early_stopping, checkpoint, *tensorboard_callbacks(args), *extra_callbacks],
+            verbose=1,
+            shuffle=False,
         )
     finally:
         if args.mixed_precision:
@@ -319,8 +371,10 @@ def fit(
         "epochs": state["epochs_done"],
         "train_seconds": state["train_seconds"],
     }
-    print(f"Best epoch: {summary['best_epoch']} of {summary['epochs']} "
-          f"(val_loss {summary['best_val_loss']:.4f}); model.keras holds its weights.")
+    print(
+        f"Best epoch: {summary['best_epoch']} of {summary['epochs']} "
+        f"(val_loss {summary['best_val_loss']:.4f}); model.keras holds its weights."
+    )
     save_model(model, os.path.join(out, runs.MODEL))
     runs.write_json(summary, os.path.join(out, runs.TRAINING))  # training is done
     shutil.rmtree(backup)
@@ -328,17 +382,26 @@ def fit(
 
 
 def finish(
-    args: argparse.Namespace, model: keras.Model, vocabularies: data.Vocabularies,
-    splits: data.Splits, summary: dict[str, Any], start: float,
+    args: argparse.Namespace,
+    model: keras.Model,
+    vocabularies: data.Vocabularies,
+    splits: data.Splits,
+    summary: dict[str, Any],
+    start: float,
 ) -> dict[str, Any]:
     """Evaluates on test, plots, writes ``metrics.json``, then exports."""
     out = args.output_dir
     metrics, samples = {}, []
     if not args.no_evaluate:
         metrics, samples = evaluate.evaluate(
-            model, splits["test"], vocabularies, beam_size=args.beam_size,
-            length_penalty=args.length_penalty, coverage_penalty=args.coverage_penalty,
-            max_length=args.max_decode_length, max_source_length=args.max_length,
+            model,
+            splits["test"],
+            vocabularies,
+            beam_size=args.beam_size,
+            length_penalty=args.length_penalty,
+            coverage_penalty=args.coverage_penalty,
+            max_length=args.max_decode_length,
+            max_source_length=args.max_length,
             samples=args.samples,
         )
     metrics["best_epoch"] = summary["best_epoch"]

@@ -47,23 +47,30 @@ def translate_saved_model(
         source = [t.decode() for t in outputs["source_tokens"][index].numpy() if t]
         length = int(outputs["target_length"][index])
         target = [t.decode() for t in outputs["target_tokens"][index, :length].numpy()]
-        results.append({
-            "translation": outputs["translation"][index].numpy().decode(),
-            "source": source,
-            "target": target,
-            "attention": outputs["attention"][index, :length, : len(source)].numpy(),
-            "source_length": int(outputs["source_length"][index]),
-            "unknown_tokens": int(outputs["unknown_tokens"][index]),
-        })
+        results.append(
+            {
+                "translation": outputs["translation"][index].numpy().decode(),
+                "source": source,
+                "target": target,
+                "attention": outputs["attention"][index, :length, : len(source)].numpy(),
+                "source_length": int(outputs["source_length"][index]),
+                "unknown_tokens": int(outputs["unknown_tokens"][index]),
+            }
+        )
     return results
 
 
 def translate_keras(
-    directory: str, sentences: Sequence[str], beam_size: int = 1,
-    length_penalty: float = 0.0, coverage_penalty: float = 0.0, max_length: int | None = None,
+    directory: str,
+    sentences: Sequence[str],
+    beam_size: int = 1,
+    length_penalty: float = 0.0,
+    coverage_penalty: float = 0.0,
+    max_length: int | None = None,
 ) -> list[dict[str, Any]]:
     """Decodes with ``model.keras`` (greedy or beam search); as ``translate_saved_model``."""
-    from examples.nmt import data, evaluate  # noqa: PLC0415
+    from examples.nmt import data  # noqa: PLC0415
+    from examples.nmt import evaluate  # noqa: PLC0415
 
     model, vocabularies = runs.load_run(directory)
     config = runs.load_config(directory) or {}
@@ -75,8 +82,11 @@ def translate_keras(
     source_ids = data.encode_texts(texts, vocabularies.source, max_source_length)
     source_ids = tf.pad(source_ids, [[0, 0], [0, max(1 - source_ids.shape[1], 0)]])
     translate = evaluate.make_translate_fn(
-        model, beam_size=beam_size, length_penalty=length_penalty,
-        coverage_penalty=coverage_penalty, max_length=max_length,
+        model,
+        beam_size=beam_size,
+        length_penalty=length_penalty,
+        coverage_penalty=coverage_penalty,
+        max_length=max_length,
     )
     result = translate(source_ids)
     translations = vocabularies.target.decode(result.ids).numpy()
@@ -86,25 +96,36 @@ def translate_keras(
         if source_lengths[index] == 0:  # nothing to translate: no guess
             text, found = b"", {"source": [], "target": [], "attention": np.zeros((0, 0))}
         unknown = int(np.sum(source_ids[index].numpy() == data.UNK_ID))
-        results.append({"translation": text.decode(), **found,
-                        "source_length": int(source_lengths[index]), "unknown_tokens": unknown})
+        results.append(
+            {
+                "translation": text.decode(),
+                **found,
+                "source_length": int(source_lengths[index]),
+                "unknown_tokens": unknown,
+            }
+        )
     return results
 
 
-def warn_about(sentences: Sequence[str], results: Sequence[dict[str, Any]],
-               max_source_length: int | None) -> None:
+def warn_about(
+    sentences: Sequence[str], results: Sequence[dict[str, Any]], max_source_length: int | None
+) -> None:
     """Warnings on stderr: empty, truncated and all-unknown sentences."""
     for number, (sentence, result) in enumerate(zip(sentences, results), start=1):
         length = result.get("source_length")
         if length == 0:
             runs.warn(f"sentence {number} ({sentence!r}) has no tokens: empty translation")
         elif max_source_length is not None and length is not None and length > max_source_length:
-            runs.warn(f"sentence {number} has {length} tokens: only the first "
-                      f"{max_source_length} (the run's --max-length) were translated")
+            runs.warn(
+                f"sentence {number} has {length} tokens: only the first "
+                f"{max_source_length} (the run's --max-length) were translated"
+            )
         kept = min(length or 0, max_source_length or length or 0)
         if kept and result.get("unknown_tokens") == kept:
-            runs.warn(f"sentence {number} ({sentence!r}) has only words the model does not "
-                      "know: its translation is a guess")
+            runs.warn(
+                f"sentence {number} ({sentence!r}) has only words the model does not "
+                "know: its translation is a guess"
+            )
 
 
 def plot_results(results: Sequence[dict[str, Any]], directory: str) -> list[str]:
@@ -122,7 +143,9 @@ def plot_results(results: Sequence[dict[str, Any]], directory: str) -> list[str]
         if not result["source"] or not result["target"]:
             continue
         ax = keras_attention.plot_attention(
-            np.asarray(result["attention"]), result["source"], result["target"],
+            np.asarray(result["attention"]),
+            result["source"],
+            result["target"],
             title=result["translation"],
         )
         path = os.path.join(directory, f"translation_{index}.png")
@@ -142,23 +165,30 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("sentences", nargs="+")
     parser.add_argument("--model", default="runs/nmt", help="a train.py output dir")
     parser.add_argument("--plots-dir", help="where heat-maps go (default: --model)")
-    parser.add_argument("--keras", action="store_true",
-                        help="use model.keras even if a SavedModel exists")
+    parser.add_argument(
+        "--keras", action="store_true", help="use model.keras even if a SavedModel exists"
+    )
     evaluate.add_decoding_arguments(parser, default_max_length=None)
     args = parser.parse_args(argv)
     saved_model = os.path.join(args.model, "saved_model")
     use_saved_model = os.path.isdir(saved_model) and not args.keras and args.beam_size == 1
     if not use_saved_model and not os.path.isfile(os.path.join(args.model, runs.MODEL)):
-        parser.error(f"argument --model: no trained run in {args.model!r} "
-                     f"(neither {saved_model} nor {runs.MODEL})")
+        parser.error(
+            f"argument --model: no trained run in {args.model!r} "
+            f"(neither {saved_model} nor {runs.MODEL})"
+        )
     config = runs.load_config(args.model) or {}
     if use_saved_model:
         results = translate_saved_model(saved_model, args.sentences, args.max_decode_length)
     else:
         runs.require_tensorflow_backend()
         results = translate_keras(
-            args.model, args.sentences, args.beam_size, args.length_penalty,
-            args.coverage_penalty, args.max_decode_length,
+            args.model,
+            args.sentences,
+            args.beam_size,
+            args.length_penalty,
+            args.coverage_penalty,
+            args.max_decode_length,
         )
     warn_about(args.sentences, results, config.get("max_length", DEFAULT_MAX_LENGTH))
     paths = plot_results(results, args.plots_dir or args.model)

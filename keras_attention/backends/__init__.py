@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Optional
 
 import keras
 
@@ -20,7 +19,7 @@ _MODULES = {"tensorflow": "tensorflow_backend", "jax": "jax_backend", "torch": "
 DEVICE_KINDS = ("cpu", "gpu", "tpu")
 
 
-def current(backend: Optional[str] = None) -> Optional[ModuleType]:
+def current(backend: str | None = None) -> ModuleType | None:
     """The module for `backend` (default: the running one), or None (e.g. numpy)."""
     name = _MODULES.get(backend or keras.backend.backend())
     return None if name is None else importlib.import_module(f"keras_attention.backends.{name}")
@@ -32,7 +31,7 @@ def device_kind(tensor=None) -> str:
     return "cpu" if module is None else module.device_kind(tensor)
 
 
-def free_memory() -> Optional[int]:
+def free_memory() -> int | None:
     """Free bytes on the default accelerator, or None when unknown (or no accelerator)."""
     module = current()
     return None if module is None else module.free_memory()

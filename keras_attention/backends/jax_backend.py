@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import jax
 
 
@@ -15,7 +13,7 @@ def _kind(platform: str) -> str:
 
 
 def device_kind(tensor=None) -> str:
-    """"cpu", "gpu" or "tpu": a concrete array's device, else JAX's default backend."""
+    """ "cpu", "gpu" or "tpu": a concrete array's device, else JAX's default backend."""
     devices = getattr(tensor, "devices", None)
     if callable(devices) and not isinstance(tensor, jax.core.Tracer):
         try:
@@ -25,7 +23,7 @@ def device_kind(tensor=None) -> str:
     return _kind(jax.default_backend())
 
 
-def free_memory() -> Optional[int]:
+def free_memory() -> int | None:
     """Free bytes of the first accelerator (`memory_stats`), or None."""
     device = jax.devices()[0]
     if _kind(device.platform) == "cpu":

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import tensorflow as tf
 
 
-def _kind(device_name: str) -> Optional[str]:
+def _kind(device_name: str) -> str | None:
     name = device_name.upper()
     for kind in ("GPU", "TPU", "CPU"):
         if f"DEVICE:{kind}" in name or name.startswith(kind) or f":{kind}:" in name:
@@ -16,7 +14,7 @@ def _kind(device_name: str) -> Optional[str]:
 
 
 def device_kind(tensor=None) -> str:
-    """"cpu", "gpu" or "tpu": the tensor's device, else TensorFlow's default placement."""
+    """ "cpu", "gpu" or "tpu": the tensor's device, else TensorFlow's default placement."""
     kind = _kind(getattr(tensor, "device", "") or "")
     if kind is not None:
         return kind
@@ -25,6 +23,6 @@ def device_kind(tensor=None) -> str:
     return "gpu" if tf.config.list_logical_devices("GPU") else "cpu"
 
 
-def free_memory() -> Optional[int]:
+def free_memory() -> int | None:
     """TensorFlow reports memory in use, not the limit: unknown (None)."""
     return None

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 
 
@@ -14,14 +12,14 @@ def _kind(device_type: str) -> str:
 
 
 def device_kind(tensor=None) -> str:
-    """"cpu", "gpu" or "tpu": the tensor's device, else CUDA when Keras would use it."""
+    """ "cpu", "gpu" or "tpu": the tensor's device, else CUDA when Keras would use it."""
     device = getattr(tensor, "device", None)
     if isinstance(device, torch.device):
         return _kind(device.type)
     return "gpu" if torch.cuda.is_available() else "cpu"
 
 
-def free_memory() -> Optional[int]:
+def free_memory() -> int | None:
     """Free bytes of the current CUDA device (`torch.cuda.mem_get_info`), or None."""
     if not torch.cuda.is_available():
         return None

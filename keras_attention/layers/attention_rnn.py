@@ -42,9 +42,7 @@ class AttentionRNN(keras.layers.RNN):
 
     def __init__(self, cell, return_sequences=True, **kwargs):
         if not isinstance(cell, AttentionRNNCell):
-            raise TypeError(
-                f"AttentionRNN: `cell` must be an AttentionRNNCell. Received: {cell!r}"
-            )
+            raise TypeError(f"AttentionRNN: `cell` must be an AttentionRNNCell. Received: {cell!r}")
         if kwargs.get("return_state"):
             raise ValueError(
                 "AttentionRNN: return_state=True is not supported; the state holds "
@@ -54,14 +52,16 @@ class AttentionRNN(keras.layers.RNN):
 
     def build(self, sequences_shape, memory_shape=None, initial_state_shape=None):
         if memory_shape is not None:
-            self.cell._build_memory(memory_shape, memory_shape)
+            self.cell._build_memory(memory_shape, memory_shape)  # noqa: SLF001 (its own cell)
         super().build(sequences_shape)
 
     def compute_output_shape(self, sequences_shape, memory_shape=None, **kwargs):
-        if memory_shape is not None and self.cell._memory_shapes is None:
-            self.cell._build_memory(memory_shape, memory_shape)
+        if memory_shape is not None and self.cell._memory_shapes is None:  # noqa: SLF001
+            self.cell._build_memory(memory_shape, memory_shape)  # noqa: SLF001 (its own cell)
         return super().compute_output_shape(sequences_shape)
 
-    def call(self, sequences, memory, memory_mask=None, initial_state=None, mask=None, training=False):
+    def call(
+        self, sequences, memory, memory_mask=None, initial_state=None, mask=None, training=False
+    ):
         states = self.cell.initial_state(memory, value_mask=memory_mask, cell_state=initial_state)
         return super().call(sequences, initial_state=states, mask=mask, training=training)

@@ -1,10 +1,10 @@
-from typing import Any, NamedTuple
+from typing import Any
+from typing import NamedTuple
 
 import keras
 from keras import ops
 
 from keras_attention import validation
-
 from keras_attention.layers.base import BaseAttention
 
 
@@ -118,8 +118,11 @@ class AttentionRNNCell(keras.layers.Layer):
         self.attention_dense = None
         if attention_layer_size:
             self.attention_dense = keras.layers.Dense(
-                attention_layer_size, activation="tanh", use_bias=False,
-                name="attention_dense", dtype=self.dtype_policy,
+                attention_layer_size,
+                activation="tanh",
+                use_bias=False,
+                name="attention_dense",
+                dtype=self.dtype_policy,
             )
 
     # ------------------------------------------------------------ sizes
@@ -286,9 +289,12 @@ class AttentionRNNCell(keras.layers.Layer):
         if not isinstance(new_cell_states, (list, tuple)):
             new_cell_states = [new_cell_states]
         context, weights = self.attention.attend(
-            cell_output, key_features, value_features,
+            cell_output,
+            key_features,
+            value_features,
             value_mask=ops.greater(memory_mask, 0.5),
-            return_attention_scores=True, training=training,
+            return_attention_scores=True,
+            training=training,
         )  # (B, dv), (B, Tv) or (B, H, Tv)
         attention = context
         if self.attention_dense is not None:
@@ -297,7 +303,12 @@ class AttentionRNNCell(keras.layers.Layer):
         if self.return_attention_weights:
             outputs.append(ops.reshape(weights, (ops.shape(weights)[0], -1)))  # (B, [H*]Tv)
         new_states = [
-            *new_cell_states, attention, weights, key_features, value_features, memory_mask
+            *new_cell_states,
+            attention,
+            weights,
+            key_features,
+            value_features,
+            memory_mask,
         ]
         return ops.concatenate(outputs, -1), new_states
 

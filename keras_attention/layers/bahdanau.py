@@ -76,8 +76,14 @@ class BahdanauAttention(KernelArgsMixin, BaseAttention):
         self.units = validation.integer("BahdanauAttention", "units", units)
         self.normalize = bool(normalize)
         self.use_bias = bool(use_bias)
-        self._set_kernel_args(kernel_initializer, bias_initializer, kernel_regularizer,
-                              bias_regularizer, kernel_constraint, bias_constraint)
+        self._set_kernel_args(
+            kernel_initializer,
+            bias_initializer,
+            kernel_regularizer,
+            bias_regularizer,
+            kernel_constraint,
+            bias_constraint,
+        )
 
     def build(self, query_shape, value_shape=None, key_shape=None):
         value_shape = query_shape if value_shape is None else value_shape

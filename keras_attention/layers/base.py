@@ -208,8 +208,9 @@ class BaseAttention(keras.layers.Layer):
         )
         dropout = self.dropout if training and self.dropout > 0 else 0.0
         score, query_in, key_in, params = self._score(query_features, key_features)
-        path = self._choose_path(score, query_in, value_features, masks, dropout,
-                                 return_attention_scores)
+        path = self._choose_path(
+            score, query_in, value_features, masks, dropout, return_attention_scores
+        )
         # Only masked calls need the guard; with `value_mask` alone, masked
         # positions were zeroed before projection (`project_memory`). The
         # chunked path guards itself.
@@ -275,7 +276,7 @@ class BaseAttention(keras.layers.Layer):
         return attention_ops.weighted_sum(dropped, value_features), weights
 
     def _choose_path(self, score, query, value_features, masks, dropout, return_weights):
-        """"exact", "chunked" or "fused" for this call (see `choose_implementation`)."""
+        """ "exact", "chunked" or "fused" for this call (see `choose_implementation`)."""
         query_length = static(query.shape[-2])
         value_length = static(value_features.shape[-2])
         dk, dv = static(query.shape[-1]), static(value_features.shape[-1])

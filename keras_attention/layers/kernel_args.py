@@ -46,6 +46,5 @@ class KernelArgsMixin:
             "constraint": keras.constraints.serialize,
         }
         return {
-            name: serializers[name.split("_")[1]](getattr(self, name))
-            for name in self._KERNEL_ARGS
+            name: serializers[name.split("_")[1]](getattr(self, name)) for name in self._KERNEL_ARGS
         }

@@ -81,8 +81,14 @@ class LuongAttention(KernelArgsMixin, BaseAttention):
             )
         self.use_scale = bool(use_scale)
         self.units = units
-        self._set_kernel_args(kernel_initializer, bias_initializer, kernel_regularizer,
-                              bias_regularizer, kernel_constraint, bias_constraint)
+        self._set_kernel_args(
+            kernel_initializer,
+            bias_initializer,
+            kernel_regularizer,
+            bias_regularizer,
+            kernel_constraint,
+            bias_constraint,
+        )
 
     def build(self, query_shape, value_shape=None, key_shape=None):
         value_shape = query_shape if value_shape is None else value_shape

@@ -7,9 +7,9 @@ from keras import ops
 from keras_attention import masks as masks_lib
 from keras_attention import scores
 from keras_attention import validation
-from keras_attention.rotary import rotary_embedding
 from keras_attention.layers.base import BaseAttention
 from keras_attention.layers.kernel_args import KernelArgsMixin
+from keras_attention.rotary import rotary_embedding
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -125,8 +125,14 @@ class MultiHead(KernelArgsMixin, BaseAttention):
             validation.fail("MultiHead", "rotary_base", "a positive number", rotary_base)
         if self.rotary and self.key_dim % 2:
             validation.fail("MultiHead", "key_dim", "even with rotary=True", key_dim)
-        self._set_kernel_args(kernel_initializer, bias_initializer, kernel_regularizer,
-                              bias_regularizer, kernel_constraint, bias_constraint)
+        self._set_kernel_args(
+            kernel_initializer,
+            bias_initializer,
+            kernel_regularizer,
+            bias_regularizer,
+            kernel_constraint,
+            bias_constraint,
+        )
 
     @property
     def _kv_heads(self):
@@ -203,8 +209,12 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         built for self-attention (called once, or `layer.build(input_shape)`).
         """
         if not self.built:
-            validation.fail(self._owner, "layer", "built before `init_cache` (call it once or "
-                            "use `layer.build(input_shape)`)", "an unbuilt layer")
+            validation.fail(
+                self._owner,
+                "layer",
+                "built before `init_cache` (call it once or use `layer.build(input_shape)`)",
+                "an unbuilt layer",
+            )
         batch_size = validation.integer(self._owner, "batch_size", batch_size)
         max_length = validation.integer(self._owner, "max_length", max_length)
         dtype = keras.backend.standardize_dtype(dtype or self.compute_dtype)
@@ -264,8 +274,9 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         logits = score.logits(score.prepare(query_in), key_in, *params)  # (B, Hkv, G*s, T)
         cached = ops.arange(ops.shape(key_cache)[2], dtype="int32")  # (T,)
         visible = masks_lib.causal_rule(rows, cached, 0)  # (G*s, T): written and not future
-        masks = dict(query_mask=None, value_mask=None, attention_mask=visible[None],
-                     use_causal_mask=False)
+        masks = dict(
+            query_mask=None, value_mask=None, attention_mask=visible[None], use_causal_mask=False
+        )
         dropout = self.dropout if training and self.dropout > 0 else 0.0
         context, _ = self._normalize_and_sum(logits, value_cache, masks, dropout)
         context = ops.reshape(context, (batch, heads, steps, self._value_dim))  # (B, H, s, dv)
@@ -273,33 +284,57 @@ class MultiHead(KernelArgsMixin, BaseAttention):
 
     def _check_cache_call(self, query, cache, index):
         if len(query.shape) not in (2, 3):
-            validation.fail(self._owner, "query", "a (batch, [time,] features) tensor",
-                            f"shape {tuple(query.shape)}")
+            validation.fail(
+                self._owner,
+                "query",
+                "a (batch, [time,] features) tensor",
+                f"shape {tuple(query.shape)}",
+            )
         if not isinstance(cache, (tuple, list)) or len(cache) != 2:
-            validation.fail(self._owner, "cache", "the (keys, values) pair of `init_cache`",
-                            type(cache).__name__)
+            validation.fail(
+                self._owner,
+                "cache",
+                "the (keys, values) pair of `init_cache`",
+                type(cache).__name__,
+            )
         key_cache, value_cache = cache
         for name, tensor, size in zip(("keys", "values"), cache, (self.key_dim, self._value_dim)):
             shape = tuple(tensor.shape)
             if len(shape) != 4 or shape[-1] != size or shape[1] != self._kv_heads:
-                validation.fail(self._owner, f"cache {name}",
-                                f"shape (B, {self._kv_heads}, T, {size}) from `init_cache`",
-                                f"shape {shape}")
+                validation.fail(
+                    self._owner,
+                    f"cache {name}",
+                    f"shape (B, {self._kv_heads}, T, {size}) from `init_cache`",
+                    f"shape {shape}",
+                )
         features = self.query_dense.kernel.shape[0]
         if query.shape[-1] != features or self.key_dense.kernel.shape[0] != features:
-            validation.fail(self._owner, "query", f"{features} features, the size the layer "
-                            "was built for, with keys and values from the query (self-attention)",
-                            f"shape {tuple(query.shape)}")
+            validation.fail(
+                self._owner,
+                "query",
+                f"{features} features, the size the layer "
+                "was built for, with keys and values from the query (self-attention)",
+                f"shape {tuple(query.shape)}",
+            )
         if isinstance(index, numbers.Integral) or not hasattr(index, "shape"):
             index = validation.integer(self._owner, "index", index, minimum=0)
             steps = 1 if len(query.shape) == 2 else validation.static(query.shape[1])
             length = validation.static(key_cache.shape[2])
             if steps is not None and length is not None and index + steps > length:
-                validation.fail(self._owner, "index", f"at most {length} - {steps} (the cache "
-                                f"holds {length} positions, the query has {steps})", index)
+                validation.fail(
+                    self._owner,
+                    "index",
+                    f"at most {length} - {steps} (the cache "
+                    f"holds {length} positions, the query has {steps})",
+                    index,
+                )
         elif len(index.shape) != 0:
-            validation.fail(self._owner, "index", "a Python int or a scalar integer tensor",
-                            f"a tensor of shape {tuple(index.shape)}")
+            validation.fail(
+                self._owner,
+                "index",
+                "a Python int or a scalar integer tensor",
+                f"a tensor of shape {tuple(index.shape)}",
+            )
         return key_cache, value_cache
 
     def get_config(self):

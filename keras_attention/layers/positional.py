@@ -35,16 +35,28 @@ class _PositionalBase(keras.layers.Layer):
 
     def _check_inputs(self, inputs, start_index, positions):
         if len(inputs.shape) != 3:
-            validation.fail(self._owner, "inputs", "a rank-3 tensor (batch, time, features)",
-                            f"shape {tuple(inputs.shape)}")
+            validation.fail(
+                self._owner,
+                "inputs",
+                "a rank-3 tensor (batch, time, features)",
+                f"shape {tuple(inputs.shape)}",
+            )
         if isinstance(start_index, numbers.Integral) or not hasattr(start_index, "shape"):
             start_index = validation.integer(self._owner, "start_index", start_index, minimum=0)
         elif len(start_index.shape) != 0:
-            validation.fail(self._owner, "start_index", "a Python int or a scalar integer tensor",
-                            f"a tensor of shape {tuple(start_index.shape)}")
+            validation.fail(
+                self._owner,
+                "start_index",
+                "a Python int or a scalar integer tensor",
+                f"a tensor of shape {tuple(start_index.shape)}",
+            )
         if positions is not None and len(positions.shape) not in (1, 2):
-            validation.fail(self._owner, "positions", "a (time,) or (batch, time) integer tensor",
-                            f"shape {tuple(positions.shape)}")
+            validation.fail(
+                self._owner,
+                "positions",
+                "a (time,) or (batch, time) integer tensor",
+                f"shape {tuple(positions.shape)}",
+            )
         return start_index
 
     def _positions(self, inputs, start_index, positions):
@@ -116,18 +128,24 @@ class SinusoidalPositionalEncoding(_PositionalBase):
 
     def __init__(self, max_wavelength=10000.0, mode="add", **kwargs):
         super().__init__(mode=mode, **kwargs)
-        self.max_wavelength = validation.number(type(self).__name__, "max_wavelength",
-                                                max_wavelength)
+        self.max_wavelength = validation.number(
+            type(self).__name__, "max_wavelength", max_wavelength
+        )
         if self.max_wavelength <= 0:
-            validation.fail(type(self).__name__, "max_wavelength", "a positive number",
-                            max_wavelength)
+            validation.fail(
+                type(self).__name__, "max_wavelength", "a positive number", max_wavelength
+            )
 
     def call(self, inputs, start_index=0, positions=None):
         start_index = self._check_inputs(inputs, start_index, positions)
         features = validation.static(inputs.shape[-1])
         if features is None:
-            validation.fail(self._owner, "inputs", "a known feature size (last dimension)",
-                            f"shape {tuple(inputs.shape)}")
+            validation.fail(
+                self._owner,
+                "inputs",
+                "a known feature size (last dimension)",
+                f"shape {tuple(inputs.shape)}",
+            )
         position = ops.cast(self._positions(inputs, start_index, positions), "float32")
         feature = ops.arange(features, dtype="int32")  # (d,)
         even = ops.equal(feature % 2, 0)
@@ -206,8 +224,12 @@ class LearnedPositionalEmbedding(_PositionalBase):
     def build(self, inputs_shape):
         features = inputs_shape[-1]
         if not isinstance(features, int):
-            validation.fail(self._owner, "inputs", "a known feature size (last dimension)",
-                            f"shape {tuple(inputs_shape)}")
+            validation.fail(
+                self._owner,
+                "inputs",
+                "a known feature size (last dimension)",
+                f"shape {tuple(inputs_shape)}",
+            )
         self.embeddings = self.add_weight(
             name="embeddings",
             shape=(self.max_length, features),
@@ -222,13 +244,13 @@ class LearnedPositionalEmbedding(_PositionalBase):
         if positions is None and length is not None and isinstance(start_index, int):
             if start_index + length > self.max_length:
                 validation.fail(
-                    self._owner, "inputs",
+                    self._owner,
+                    "inputs",
                     f"at most max_length={self.max_length} positions "
                     f"(start_index + time <= {self.max_length})",
                     f"shape {tuple(inputs.shape)} with start_index={start_index}",
                 )
-        position = ops.clip(self._positions(inputs, start_index, positions), 0,
-                            self.max_length - 1)
+        position = ops.clip(self._positions(inputs, start_index, positions), 0, self.max_length - 1)
         return self._output(inputs, ops.take(self.embeddings, position, axis=0))
 
     def get_config(self):

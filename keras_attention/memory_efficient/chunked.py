@@ -9,7 +9,6 @@ context `O` and the log-sum-exp `L` per row and recomputes each tile's weights
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 from keras import ops
 
@@ -28,7 +27,7 @@ DEFAULT_DOT_BLOCK_SIZE = 512
 DEFAULT_ADDITIVE_BLOCK_SIZE = 32
 
 
-def chunked_dot_product_attention(query, key, value, *, scale: Optional[float] = None, **options):
+def chunked_dot_product_attention(query, key, value, *, scale: float | None = None, **options):
     """Softmax attention `softmax(scale · q kᵀ) v` in tiles, `O(T)` memory.
 
     Equal to `ops.scaled_dot_product_attention(...)[0]` with the combined
@@ -84,7 +83,7 @@ def chunked_attention(
     use_causal_mask: bool = False,
     dropout_rate: float = 0.0,
     seed=None,
-    block_size: Optional[int] = None,
+    block_size: int | None = None,
 ):
     """Softmax attention with `score` (a `keras_attention.scores` object) in tiles.
 

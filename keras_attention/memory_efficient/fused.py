@@ -8,8 +8,6 @@ qualify; this module only changes layout and applies the query mask.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from keras import ops
 
 
@@ -18,7 +16,7 @@ def fused_dot_product_attention(
     key,
     value,
     *,
-    scale: Optional[float] = None,
+    scale: float | None = None,
     query_mask=None,
     use_causal_mask: bool = False,
 ):

@@ -1,12 +1,15 @@
 """The path rule: which of the exact, chunked and fused paths a call takes.
 
-| device | backend | `"auto"` takes |
-|---|---|---|
-| any | any | exact whenever the weights are returned, the normalizer is not softmax or a length is unknown |
-| cpu | torch | fused when `fused_attention_available`, else as TensorFlow |
-| cpu | tensorflow | exact below `AUTO_CHUNKED_MIN_ELEMENTS` (2**26) elements of the largest temporary, chunked from there |
-| cpu | jax | the same with `AUTO_CHUNKED_MIN_ELEMENTS_JAX` (2**20): XLA fuses each tile |
-| gpu, tpu | any | fused when available; else exact while its step (about `EXACT_PEAK_TEMPORARIES` times the largest temporary) fits in `ACCELERATOR_MEMORY_FRACTION` of the free device memory; chunked beyond |
+- any device, any backend: exact whenever the weights are returned, the
+  normalizer is not softmax or a length is unknown;
+- cpu, torch: fused when `fused_attention_available`, else as TensorFlow;
+- cpu, tensorflow: exact below `AUTO_CHUNKED_MIN_ELEMENTS` (2**26) elements
+  of the largest temporary, chunked from there;
+- cpu, jax: the same with `AUTO_CHUNKED_MIN_ELEMENTS_JAX` (2**20): XLA fuses
+  each tile;
+- gpu or tpu, any backend: fused when available; else exact while its step
+  (about `EXACT_PEAK_TEMPORARIES` times the largest temporary) fits in
+  `ACCELERATOR_MEMORY_FRACTION` of the free device memory; chunked beyond.
 
 The largest temporary is the `(B, H, Tq, Tv)` weights of a dot-product score
 or the `(B, Tq, Tv, U)` tanh of an additive one. On a GPU the chunked path,
@@ -16,8 +19,6 @@ kept for what does not fit.
 """
 
 from __future__ import annotations
-
-from typing import Optional
 
 import keras
 
@@ -37,18 +38,18 @@ ACCELERATOR_DEFAULT_FREE_BYTES = 8 * 2**30
 def choose_implementation(
     implementation: str = "auto",
     *,
-    score: Optional[str] = "dot",
+    score: str | None = "dot",
     probability_fn: str = "softmax",
     return_attention_scores: bool = False,
-    query_length: Optional[int] = None,
-    value_length: Optional[int] = None,
-    batch_size: Optional[int] = None,
+    query_length: int | None = None,
+    value_length: int | None = None,
+    batch_size: int | None = None,
     heads: int = 1,
-    units: Optional[int] = None,
+    units: int | None = None,
     fused_available: bool = False,
-    backend: Optional[str] = None,
-    device: Optional[str] = None,
-    free_memory: Optional[int] = None,
+    backend: str | None = None,
+    device: str | None = None,
+    free_memory: int | None = None,
     itemsize: int = 4,
 ) -> str:
     """Which attention path a layer call takes: "exact", "chunked" or "fused".
@@ -58,7 +59,7 @@ def choose_implementation(
       call needs the weights (`return_attention_scores=True`) or a normalizer
       other than softmax. With lengths unknown at trace time it gives the
       exact path (the tiles need static lengths).
-    - `"auto"` follows the table in this module's docstring.
+    - `"auto"` follows the rule in this module's docstring.
 
     Args:
         implementation: "auto", "exact" or "chunked".
@@ -122,15 +123,15 @@ def choose_implementation(
 def fused_attention_available(
     *,
     dtype,
-    head_dim: Optional[int],
-    query_length: Optional[int],
-    value_length: Optional[int],
+    head_dim: int | None,
+    query_length: int | None,
+    value_length: int | None,
     use_causal_mask: bool = False,
     has_value_mask: bool = False,
     has_attention_mask: bool = False,
     dropout: float = 0.0,
-    backend: Optional[str] = None,
-    device: Optional[str] = None,
+    backend: str | None = None,
+    device: str | None = None,
 ) -> bool:
     """Whether `keras.ops.dot_product_attention` can run a call, fused, in `O(T)`.
 
@@ -168,6 +169,4 @@ def fused_attention_available(
     if isinstance(query_length, int) and isinstance(value_length, int):
         if query_length == 0 or value_length == 0:
             return False
-    return not use_causal_mask or (
-        isinstance(query_length, int) and query_length == value_length
-    )
+    return not use_causal_mask or (isinstance(query_length, int) and query_length == value_length)

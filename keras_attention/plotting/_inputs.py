@@ -8,13 +8,14 @@ heads, trims padding by lengths or masks, and matches the token labels, raising
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence, Union
+from typing import Any
 
 import keras
 import numpy as np
 
-HeadSpec = Union[int, str]
+HeadSpec = int | str
 REDUCTIONS = ("mean", "max")
 
 
@@ -49,9 +50,7 @@ def reduce_heads(weights: Any, head: HeadSpec = "mean") -> np.ndarray:
         )
     if isinstance(head, str):
         if head not in REDUCTIONS:
-            raise ValueError(
-                f'Expected head to be an index, "mean" or "max"; received {head!r}.'
-            )
+            raise ValueError(f'Expected head to be an index, "mean" or "max"; received {head!r}.')
         return weights.mean(axis=-3) if head == "mean" else weights.max(axis=-3)
     position = _check_index(head, weights.shape[-3], "head", "H")
     return weights[..., position, :, :]
@@ -94,8 +93,9 @@ def _check_index(index: Any, size: int, name: str, letter: str) -> int:
     return int(index) % size
 
 
-def _split_axes(w: np.ndarray, index: Optional[int], head: Optional[HeadSpec],
-                keep_heads: bool) -> np.ndarray:
+def _split_axes(
+    w: np.ndarray, index: int | None, head: HeadSpec | None, keep_heads: bool
+) -> np.ndarray:
     """Selects the example and heads; returns `(H, Tq, Tv)` (H=1 unless kept)."""
     shape = w.shape
     if w.ndim not in (2, 3, 4):
@@ -126,8 +126,9 @@ def _split_axes(w: np.ndarray, index: Optional[int], head: Optional[HeadSpec],
     return reduce_heads(w, head)[None]  # (1, Tq, Tv)
 
 
-def _keep_positions(size: int, length: Any, mask: Any, index: Optional[int],
-                    name: str, letter: str) -> np.ndarray:
+def _keep_positions(
+    size: int, length: Any, mask: Any, index: int | None, name: str, letter: str
+) -> np.ndarray:
     """Indices of the real (non-padding) positions along an axis of `size`."""
     if length is not None and mask is not None:
         raise ValueError(f"Pass {name}_length or {name}_mask, not both.")
@@ -136,12 +137,13 @@ def _keep_positions(size: int, length: Any, mask: Any, index: Optional[int],
         if length.ndim == 1 and index is not None:
             length = length[index]
         if length.ndim != 0:
-            raise ValueError(f"Expected {name}_length to be an int, or (B,) lengths "
-                             f"with index=; received shape {length.shape}.")
+            raise ValueError(
+                f"Expected {name}_length to be an int, or (B,) lengths "
+                f"with index=; received shape {length.shape}."
+            )
         length = int(length)
         if not 0 <= length <= size:
-            raise ValueError(
-                f"{name}_length={length} but weights have {letter}={size}.")
+            raise ValueError(f"{name}_length={length} but weights have {letter}={size}.")
         return np.arange(length)
     if mask is None:
         return np.arange(size)
@@ -149,13 +151,13 @@ def _keep_positions(size: int, length: Any, mask: Any, index: Optional[int],
     if mask.ndim == 2 and index is not None:
         mask = mask[index]
     if mask.shape != (size,):
-        raise ValueError(
-            f"{name}_mask has shape {mask.shape} but weights have {letter}={size}.")
+        raise ValueError(f"{name}_mask has shape {mask.shape} but weights have {letter}={size}.")
     return np.flatnonzero(mask)
 
 
-def _match_tokens(tokens: Sequence[Any], keep: np.ndarray, size: int,
-                  name: str, letter: str) -> list:
+def _match_tokens(
+    tokens: Sequence[Any], keep: np.ndarray, size: int, name: str, letter: str
+) -> list:
     """Labels for the kept positions: `tokens` may be padded or already trimmed."""
     if isinstance(tokens, str):
         raise ValueError(f"{name}_tokens must be a sequence of tokens, not a string.")
@@ -166,8 +168,7 @@ def _match_tokens(tokens: Sequence[Any], keep: np.ndarray, size: int,
         return tokens
     trimmed = f" ({len(keep)} after trimming padding)" if len(keep) != size else ""
     raise ValueError(
-        f"{name}_tokens has {len(tokens)} tokens but weights have "
-        f"{letter}={size}{trimmed}."
+        f"{name}_tokens has {len(tokens)} tokens but weights have {letter}={size}{trimmed}."
     )
 
 
@@ -179,19 +180,26 @@ def _token_text(token: Any) -> str:
     return str(token)
 
 
-def prepare(weights: Any, source_tokens: Sequence[Any], target_tokens: Sequence[Any],
-            *, index: Optional[int], head: Optional[HeadSpec], keep_heads: bool,
-            padding: Padding) -> Alignment:
+def prepare(
+    weights: Any,
+    source_tokens: Sequence[Any],
+    target_tokens: Sequence[Any],
+    *,
+    index: int | None,
+    head: HeadSpec | None,
+    keep_heads: bool,
+    padding: Padding,
+) -> Alignment:
     """Validates and trims the inputs of every public entry point."""
     w = _split_axes(to_numpy(weights), index, head, keep_heads)  # (H, Tq, Tv)
     _, tq, tv = w.shape
-    rows = _keep_positions(tq, padding.target_length, padding.target_mask,
-                           index, "target", "Tq")
-    cols = _keep_positions(tv, padding.source_length, padding.source_mask,
-                           index, "source", "Tv")
+    rows = _keep_positions(tq, padding.target_length, padding.target_mask, index, "target", "Tq")
+    cols = _keep_positions(tv, padding.source_length, padding.source_mask, index, "source", "Tv")
     if not (len(rows) and len(cols)):
-        raise ValueError(f"No tokens left after trimming padding: {len(rows)} "
-                         f"target and {len(cols)} source tokens.")
+        raise ValueError(
+            f"No tokens left after trimming padding: {len(rows)} "
+            f"target and {len(cols)} source tokens."
+        )
     return Alignment(
         weights=w[:, rows][:, :, cols],  # (H, Tq', Tv')
         source_tokens=_match_tokens(source_tokens, cols, tv, "source", "Tv"),

@@ -8,8 +8,9 @@ outside pyplot: headless, never shown, and never left open in pyplot's registry.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,9 +24,9 @@ _INSTALL_HINT = 'pip install "keras-attention[plot]"'
 def _require_matplotlib(caller: str):
     """Imports matplotlib lazily; returns `(Figure, FigureCanvasAgg)`."""
     try:
-        import matplotlib  # noqa: F401  (imported first: fails if it is blocked)
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
+        import matplotlib  # noqa: F401, PLC0415  (lazy; first, so a blocked import fails here)
+        from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415
+        from matplotlib.figure import Figure  # noqa: PLC0415
     except ImportError as err:
         raise ImportError(
             f"{caller} needs matplotlib. Install the plotting extra: {_INSTALL_HINT}"
@@ -64,20 +65,24 @@ class _Sizing:
 def _new_figure(width: float, height: float):
     """A pyplot-free figure on an Agg canvas (headless, never registered)."""
     figure_cls, canvas_cls = _require_matplotlib("plotting")
-    figure = figure_cls(figsize=(min(max(width, 3.0), 40.0),
-                                 min(max(height, 2.5), 40.0)),
-                        layout="constrained")
+    figure = figure_cls(
+        figsize=(min(max(width, 3.0), 40.0), min(max(height, 2.5), 40.0)), layout="constrained"
+    )
     canvas_cls(figure)
     return figure
 
 
-def _draw_heatmap(ax, matrix: np.ndarray, source: list, target: list,
-                  sizing: _Sizing, style: dict):
+def _draw_heatmap(ax, matrix: np.ndarray, source: list, target: list, sizing: _Sizing, style: dict):
     """Draws one `(Tq, Tv)` heat-map with token tick labels; returns the image."""
-    image = ax.imshow(matrix, cmap=style["cmap"], vmin=style["vmin"],
-                      vmax=style["vmax"], aspect="auto", interpolation="nearest")
-    ax.set_xticks(range(len(source)), source, fontsize=sizing.fontsize,
-                  rotation=sizing.rotation)
+    image = ax.imshow(
+        matrix,
+        cmap=style["cmap"],
+        vmin=style["vmin"],
+        vmax=style["vmax"],
+        aspect="auto",
+        interpolation="nearest",
+    )
+    ax.set_xticks(range(len(source)), source, fontsize=sizing.fontsize, rotation=sizing.rotation)
     ax.set_yticks(range(len(target)), target, fontsize=sizing.fontsize)
     ax.tick_params(length=0)
     ax.set_xlabel("source", fontsize=sizing.fontsize + 1)
@@ -93,16 +98,27 @@ def _annotate(ax, image, matrix: np.ndarray, sizing: _Sizing) -> None:
     for (row, col), value in np.ndenumerate(matrix):
         red, green, blue, _ = image.cmap(image.norm(value))
         luminance = 0.299 * red + 0.587 * green + 0.114 * blue
-        ax.text(col, row, f"{value:.2f}", ha="center", va="center",
-                fontsize=fontsize, color="black" if luminance > 0.5 else "white")
+        ax.text(
+            col,
+            row,
+            f"{value:.2f}",
+            ha="center",
+            va="center",
+            fontsize=fontsize,
+            color="black" if luminance > 0.5 else "white",
+        )
 
 
-def _style(cmap: Any, vmin: Optional[float], vmax: Optional[float],
-           annotate: bool, data: np.ndarray) -> dict:
+def _style(
+    cmap: Any, vmin: float | None, vmax: float | None, annotate: bool, data: np.ndarray
+) -> dict:
     """Drawing options with the color scale fixed over all of `data`."""
-    return dict(cmap=cmap, annotate=annotate,
-                vmin=float(data.min()) if vmin is None else vmin,
-                vmax=float(data.max()) if vmax is None else vmax)
+    return dict(
+        cmap=cmap,
+        annotate=annotate,
+        vmin=float(data.min()) if vmin is None else vmin,
+        vmax=float(data.max()) if vmax is None else vmax,
+    )
 
 
 def plot_attention(
@@ -111,18 +127,18 @@ def plot_attention(
     target_tokens: Sequence[Any],
     ax: Any = None,
     *,
-    head: Optional[HeadSpec] = None,
-    index: Optional[int] = None,
-    source_length: Optional[int] = None,
-    target_length: Optional[int] = None,
+    head: HeadSpec | None = None,
+    index: int | None = None,
+    source_length: int | None = None,
+    target_length: int | None = None,
     source_mask: Any = None,
     target_mask: Any = None,
     annotate: bool = False,
     cmap: Any = "viridis",
-    vmin: Optional[float] = None,
-    vmax: Optional[float] = None,
+    vmin: float | None = None,
+    vmax: float | None = None,
     colorbar: bool = True,
-    title: Optional[str] = None,
+    title: str | None = None,
 ):
     """Draws attention weights as a heat-map: source along x, target along y.
 
@@ -164,15 +180,23 @@ def plot_attention(
     """
     _require_matplotlib("plot_attention")
     padding = Padding(source_length, target_length, source_mask, target_mask)
-    data = prepare(weights, source_tokens, target_tokens, index=index, head=head,
-                   keep_heads=False, padding=padding)
+    data = prepare(
+        weights,
+        source_tokens,
+        target_tokens,
+        index=index,
+        head=head,
+        keep_heads=False,
+        padding=padding,
+    )
     sizing = _Sizing.for_tokens(data.source_tokens, data.target_tokens)
     if ax is None:
         width, height = sizing.panel_inches(data.source_tokens, data.target_tokens)
         ax = _new_figure(width + (1.0 if colorbar else 0.0), height).add_subplot()
     style = _style(cmap, vmin, vmax, annotate, data.weights)
-    image = _draw_heatmap(ax, data.weights[0], data.source_tokens,
-                          data.target_tokens, sizing, style)
+    image = _draw_heatmap(
+        ax, data.weights[0], data.source_tokens, data.target_tokens, sizing, style
+    )
     if colorbar:
         ax.figure.colorbar(image, ax=ax, label="weight")
     if title is not None:
@@ -180,7 +204,7 @@ def plot_attention(
     return ax
 
 
-def _grid(n_panels: int, ncols: Optional[int]) -> tuple:
+def _grid(n_panels: int, ncols: int | None) -> tuple:
     ncols = ncols or math.ceil(math.sqrt(n_panels))
     ncols = max(1, min(ncols, n_panels))
     return math.ceil(n_panels / ncols), ncols
@@ -202,17 +226,17 @@ def plot_heads(
     source_tokens: Sequence[Any],
     target_tokens: Sequence[Any],
     *,
-    index: Optional[int] = None,
-    source_length: Optional[int] = None,
-    target_length: Optional[int] = None,
+    index: int | None = None,
+    source_length: int | None = None,
+    target_length: int | None = None,
     source_mask: Any = None,
     target_mask: Any = None,
-    ncols: Optional[int] = None,
+    ncols: int | None = None,
     annotate: bool = False,
     cmap: Any = "viridis",
-    vmin: Optional[float] = None,
-    vmax: Optional[float] = None,
-    title: Optional[str] = None,
+    vmin: float | None = None,
+    vmax: float | None = None,
+    title: str | None = None,
 ):
     """Draws every head of multi-head weights on one figure, one color scale.
 
@@ -249,19 +273,28 @@ def plot_heads(
     """
     _require_matplotlib("plot_heads")
     padding = Padding(source_length, target_length, source_mask, target_mask)
-    data = prepare(weights, source_tokens, target_tokens, index=index, head=None,
-                   keep_heads=True, padding=padding)
+    data = prepare(
+        weights,
+        source_tokens,
+        target_tokens,
+        index=index,
+        head=None,
+        keep_heads=True,
+        padding=padding,
+    )
     n_heads = data.weights.shape[0]
     nrows, ncols = _grid(n_heads, ncols)
-    sizing = _Sizing.for_tokens(data.source_tokens, data.target_tokens,
-                                budget=max(3.0, 14.0 / ncols))
+    sizing = _Sizing.for_tokens(
+        data.source_tokens, data.target_tokens, budget=max(3.0, 14.0 / ncols)
+    )
     width, height = sizing.panel_inches(data.source_tokens, data.target_tokens)
     figure = _new_figure(width * ncols + 1.0, height * nrows + 0.4)
     style = _style(cmap, vmin, vmax, annotate, data.weights)
     axes = [figure.add_subplot(nrows, ncols, h + 1) for h in range(n_heads)]
     for h, ax in enumerate(axes):
-        image = _draw_heatmap(ax, data.weights[h], data.source_tokens,
-                              data.target_tokens, sizing, style)
+        image = _draw_heatmap(
+            ax, data.weights[h], data.source_tokens, data.target_tokens, sizing, style
+        )
         ax.set_title(f"head {h}", fontsize=sizing.fontsize + 1)
     _hide_inner_labels(axes, ncols)
     figure.colorbar(image, ax=axes, label="weight")

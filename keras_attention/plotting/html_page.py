@@ -13,7 +13,8 @@ import importlib.resources
 import json
 import pathlib
 import string
-from typing import Any, Optional, Sequence, Union
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from keras_attention.plotting._inputs import reduce_heads
 from keras_attention.plotting._inputs import to_numpy
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _asset(name: str) -> str:
     """The text of a file shipped in `keras_attention/plotting/assets/`."""
     files = importlib.resources.files("keras_attention.plotting") / "assets"
@@ -58,34 +59,41 @@ def _token_spans(tokens: list, kind: str, axis: str) -> str:
 def _head_select(options: list) -> str:
     if len(options) == 1:
         return ""
-    items = "".join(f'<option value="{i}">{html.escape(name)}</option>'
-                    for i, (name, _) in enumerate(options))
-    return (f'<p><label for="ka-head">Head </label>'
-            f'<select id="ka-head">{items}</select></p>')
+    items = "".join(
+        f'<option value="{i}">{html.escape(name)}</option>' for i, (name, _) in enumerate(options)
+    )
+    return f'<p><label for="ka-head">Head </label><select id="ka-head">{items}</select></p>'
 
 
 def _matrix_table(source: list, target: list) -> str:
     """The full-matrix table; the script shades cells and fills data-weight."""
-    head = "".join(f'<th class="ka-col-head" data-col="{j}">{html.escape(t)}</th>'
-                   for j, t in enumerate(source))
+    head = "".join(
+        f'<th class="ka-col-head" data-col="{j}">{html.escape(t)}</th>'
+        for j, t in enumerate(source)
+    )
     rows = []
     for i, token in enumerate(target):
         cells = "".join(
             f'<td class="ka-cell" id="ka-cell-{i}-{j}" data-row="{i}" '
             f'data-col="{j}" title="{html.escape(token)} &#8594; '
-            f'{html.escape(s)}"></td>' for j, s in enumerate(source))
-        rows.append(f'<tr data-row="{i}"><th class="ka-row-head">'
-                    f"{html.escape(token)}</th>{cells}</tr>")
-    return (f'<div class="ka-matrix-wrap"><table id="ka-matrix"><thead><tr><th></th>'
-            f'{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+            f'{html.escape(s)}"></td>'
+            for j, s in enumerate(source)
+        )
+        rows.append(
+            f'<tr data-row="{i}"><th class="ka-row-head">{html.escape(token)}</th>{cells}</tr>'
+        )
+    return (
+        f'<div class="ka-matrix-wrap"><table id="ka-matrix"><thead><tr><th></th>'
+        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 def _page(data: Alignment, title: str) -> str:
     options = _head_options(data.weights)
-    heads = [{"name": name, "weights": np.round(m.astype("float64"), 6).tolist()}
-             for name, m in options]
-    payload = {"source": data.source_tokens, "target": data.target_tokens,
-               "heads": heads}
+    heads = [
+        {"name": name, "weights": np.round(m.astype("float64"), 6).tolist()} for name, m in options
+    ]
+    payload = {"source": data.source_tokens, "target": data.target_tokens, "heads": heads}
     return string.Template(_asset("page.html")).substitute(
         title=html.escape(title),
         css=_asset("attention.css"),
@@ -102,11 +110,11 @@ def save_attention_html(
     weights: Any,
     source_tokens: Sequence[Any],
     target_tokens: Sequence[Any],
-    path: Union[str, pathlib.Path],
+    path: str | pathlib.Path,
     *,
-    index: Optional[int] = None,
-    source_length: Optional[int] = None,
-    target_length: Optional[int] = None,
+    index: int | None = None,
+    source_length: int | None = None,
+    target_length: int | None = None,
     source_mask: Any = None,
     target_mask: Any = None,
     title: str = "Attention weights",
@@ -154,8 +162,15 @@ def save_attention_html(
     weights = to_numpy(weights)
     has_heads = weights.ndim == (4 if index is not None else 3)
     padding = Padding(source_length, target_length, source_mask, target_mask)
-    data = prepare(weights, source_tokens, target_tokens, index=index, head=None,
-                   keep_heads=has_heads, padding=padding)
+    data = prepare(
+        weights,
+        source_tokens,
+        target_tokens,
+        index=index,
+        head=None,
+        keep_heads=has_heads,
+        padding=padding,
+    )
     path = pathlib.Path(path)
     path.write_text(_page(data, title), encoding="utf-8")
     return path

@@ -10,7 +10,9 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 tfds = pytest.importorskip("tensorflow_datasets")
 
-from examples.nmt import data, tsv, vocabulary  # noqa: E402
+from examples.nmt import data  # noqa: E402
+from examples.nmt import tsv  # noqa: E402
+from examples.nmt import vocabulary  # noqa: E402
 
 FRA_ENG = pathlib.Path(__file__).resolve().parents[3] / "shared" / "data" / "fra-eng.zip"
 LINES = ["Go.\tVa !", "Run!\tCours !\tCC-BY 2.0 (France) Attribution", "", "Who?\tQui ?"]

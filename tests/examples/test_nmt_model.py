@@ -12,8 +12,14 @@ if keras.backend.backend() != "tensorflow":
 
 tf = pytest.importorskip("tensorflow")
 
-from examples.nmt import data, decoding, evaluate, export, vocabulary  # noqa: E402
-from examples.nmt.model import ATTENTIONS, build_model, step_fn  # noqa: E402
+from examples.nmt import data  # noqa: E402
+from examples.nmt import decoding  # noqa: E402
+from examples.nmt import evaluate  # noqa: E402
+from examples.nmt import export  # noqa: E402
+from examples.nmt import vocabulary  # noqa: E402
+from examples.nmt.model import ATTENTIONS  # noqa: E402
+from examples.nmt.model import build_model  # noqa: E402
+from examples.nmt.model import step_fn  # noqa: E402
 
 SOURCE = np.array([[5, 6, 7, 0, 0], [4, 5, 6, 7, 8], [9, 0, 0, 0, 0]], "int32")
 TARGET_IN = np.array([[2, 5, 6, 7], [2, 9, 4, 0], [2, 4, 0, 0]], "int32")
@@ -22,7 +28,13 @@ TARGET_IN = np.array([[2, 5, 6, 7], [2, 9, 4, 0], [2, 4, 0, 0]], "int32")
 def tiny_model(attention="bahdanau", decoder="bahdanau", rnn="gru"):
     keras.utils.set_random_seed(0)
     return build_model(
-        12, 10, embedding_dim=8, units=8, attention=attention, decoder=decoder, rnn=rnn,
+        12,
+        10,
+        embedding_dim=8,
+        units=8,
+        attention=attention,
+        decoder=decoder,
+        rnn=rnn,
         num_heads=2,
     )
 
@@ -96,14 +108,19 @@ def test_exported_translator_matches_keras_greedy_search(tmp_path):
     assert lengths[2] == 0  # no tokens: no invented output
     np.testing.assert_allclose(
         outputs["attention"].numpy()[:2],
-        expected.attention.numpy()[:2, :, : source_ids.shape[1]], atol=1e-5,
+        expected.attention.numpy()[:2, :, : source_ids.shape[1]],
+        atol=1e-5,
     )
     np.testing.assert_array_equal(outputs["attention"].numpy()[2], 0.0)
     translations = vocabularies.target.decode(expected.ids).numpy()
     np.testing.assert_array_equal(outputs["translation"].numpy()[:2], translations[:2])
     assert outputs["translation"].numpy()[2] == b""
     assert [t.decode() for t in outputs["source_tokens"].numpy()[0]] == [
-        "may", "9", "th", ",", "1998"
+        "may",
+        "9",
+        "th",
+        ",",
+        "1998",
     ]
     np.testing.assert_array_equal(outputs["source_length"].numpy(), [5, 2, 0])
     np.testing.assert_array_equal(outputs["unknown_tokens"].numpy(), [0, 1, 0])

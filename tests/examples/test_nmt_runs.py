@@ -25,17 +25,39 @@ if keras.backend.backend() != "tensorflow":
 
 tf = pytest.importorskip("tensorflow")
 
-from examples.nmt import checkpointing, train, translate, tsv  # noqa: E402
+from examples.nmt import checkpointing  # noqa: E402
+from examples.nmt import train  # noqa: E402
+from examples.nmt import translate  # noqa: E402
+from examples.nmt import tsv  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def tiny_args(data_dir, output_dir, *extra):
     return [
-        "--dataset", "date_normalization/small", "--data-dir", str(data_dir),
-        "--max-examples", "64", "--units", "8", "--embedding-dim", "8",
-        "--batch-size", "32", "--epochs", "1", "--samples", "1", "--max-length", "24",
-        "--max-decode-length", "12", "--output-dir", str(output_dir), *extra,
+        "--dataset",
+        "date_normalization/small",
+        "--data-dir",
+        str(data_dir),
+        "--max-examples",
+        "64",
+        "--units",
+        "8",
+        "--embedding-dim",
+        "8",
+        "--batch-size",
+        "32",
+        "--epochs",
+        "1",
+        "--samples",
+        "1",
+        "--max-length",
+        "24",
+        "--max-decode-length",
+        "12",
+        "--output-dir",
+        str(output_dir),
+        *extra,
     ]
 
 
@@ -76,19 +98,28 @@ def test_bad_flags_exit_2_before_any_work(flags, needle, tmp_path, capsys):
 
 def test_translate_rejects_bad_flags_and_missing_runs(tmp_path, capsys):
     exits_with_usage_error(capsys, translate.main, ["--beam-size", "0", "x"], "--beam-size")
-    exits_with_usage_error(capsys, translate.main, ["--model", str(tmp_path), "x"],
-                           "no trained run", str(tmp_path))
+    exits_with_usage_error(
+        capsys, translate.main, ["--model", str(tmp_path), "x"], "no trained run", str(tmp_path)
+    )
 
 
 def test_tsv_problems_are_one_line_errors(tmp_path, capsys):
     missing = tmp_path / "missing.tsv"
-    exits_with_usage_error(capsys, train.main, ["--dataset", f"tsv:{missing}", "--output-dir",
-                                                 str(tmp_path / "a")], str(missing))
+    exits_with_usage_error(
+        capsys,
+        train.main,
+        ["--dataset", f"tsv:{missing}", "--output-dir", str(tmp_path / "a")],
+        str(missing),
+    )
     small = tmp_path / "small.tsv"
     small.write_text("".join(f"word{i}\tmot{i}\n" for i in range(5)), encoding="utf-8")
     error = exits_with_usage_error(
-        capsys, train.main, ["--dataset", f"tsv:{small}", "--output-dir", str(tmp_path / "b")],
-        str(small), "5 sentence pairs give", "every split needs one",
+        capsys,
+        train.main,
+        ["--dataset", f"tsv:{small}", "--output-dir", str(tmp_path / "b")],
+        str(small),
+        "5 sentence pairs give",
+        "every split needs one",
     )
     assert len(error.splitlines()) == 1
 
@@ -105,11 +136,13 @@ def test_used_output_dir_is_refused_unless_same_settings_or_overwrite(
     out = tmp_path / "run"
     out.mkdir()
     (out / "notes.txt").write_text("mine")
-    exits_with_usage_error(capsys, train.main, tiny_args(date_data_dir, out), "--overwrite",
-                           "no config.json")
+    exits_with_usage_error(
+        capsys, train.main, tiny_args(date_data_dir, out), "--overwrite", "no config.json"
+    )
     (out / "config.json").write_text(json.dumps({"epochs": 5}))
-    exits_with_usage_error(capsys, train.main, tiny_args(date_data_dir, out),
-                           "--epochs 5 there, 1 here", "--overwrite")
+    exits_with_usage_error(
+        capsys, train.main, tiny_args(date_data_dir, out), "--epochs 5 there, 1 here", "--overwrite"
+    )
     assert (out / "config.json").read_text() == json.dumps({"epochs": 5})  # untouched
 
 
@@ -136,8 +169,9 @@ def test_blocked_export_keeps_metrics_and_a_rerun_exports_without_training(
     shutil.rmtree(out / "saved_model")
     (out / "saved_model").write_text("in the way")
     argv = tiny_args(date_data_dir, out, "--no-evaluate")  # same settings
-    exits_with_usage_error(capsys, train.main, argv, "could not write the SavedModel",
-                           str(out / "saved_model"))
+    exits_with_usage_error(
+        capsys, train.main, argv, "could not write the SavedModel", str(out / "saved_model")
+    )
     again = json.loads((out / "metrics.json").read_text())  # written before the export
     for key in ("best_epoch", "train_seconds"):
         assert again[key] == first[key], key
@@ -152,22 +186,27 @@ def test_overwrite_replaces_an_earlier_run(finished_run, date_data_dir, tmp_path
     out = tmp_path / "run"
     shutil.copytree(finished_run, out)
     (out / "notes.txt").write_text("mine")
-    train.main(tiny_args(date_data_dir, out, "--no-export", "--no-evaluate", "--batch-size", "16",
-                         "--overwrite"))
+    train.main(
+        tiny_args(
+            date_data_dir, out, "--no-export", "--no-evaluate", "--batch-size", "16", "--overwrite"
+        )
+    )
     assert history_epochs(out) == [0]
     assert json.loads((out / "config.json").read_text())["batch_size"] == 16
     assert not (out / "saved_model").exists()
     assert (out / "notes.txt").read_text() == "mine"  # only the run's own outputs go
 
 
-def test_translate_empty_truncated_and_unknown_sentences(finished_run, date_data_dir, tmp_path,
-                                                         capsys):
+def test_translate_empty_truncated_and_unknown_sentences(
+    finished_run, date_data_dir, tmp_path, capsys
+):
     out = finished_run
     long = " ".join(["9 may 1998"] * 10)  # 30 tokens > --max-length 24
     sentences = ["", "may 9 1998", long, "zzz qqq"]
     for flags in ([], ["--keras"]):
-        results = translate.main(["--model", str(out), "--plots-dir", str(tmp_path), *flags,
-                                  *sentences])
+        results = translate.main(
+            ["--model", str(out), "--plots-dir", str(tmp_path), *flags, *sentences]
+        )
         assert results[0]["translation"] == "" and results[0]["target"] == []
         err = capsys.readouterr().err
         assert "sentence 1 ('') has no tokens" in err
@@ -199,8 +238,9 @@ def compiled_model():
 def checkpoint_callbacks(directory, model):
     stopping = keras.callbacks.EarlyStopping(patience=2)
     (directory / "backup").mkdir(exist_ok=True)
-    checkpoint = checkpointing.RunCheckpoint(str(directory / "backup"), stopping,
-                                             str(directory / "history.csv"))
+    checkpoint = checkpointing.RunCheckpoint(
+        str(directory / "backup"), stopping, str(directory / "history.csv")
+    )
     for callback in (stopping, checkpoint):
         callback.set_model(model)
     return stopping, checkpoint
@@ -229,21 +269,43 @@ def test_resumed_run_keeps_the_best_epoch_and_early_stopping_state(tmp_path):
     np.testing.assert_array_equal(model.layers[-1].kernel.numpy(), 1.0)  # best epoch's
     assert history_epochs(tmp_path) == [0, 1, 2, 3]
     assert sorted(os.listdir(tmp_path / "backup")) == [
-        "best_1.weights.h5", "epoch_4.weights.h5", "state.json"
+        "best_1.weights.h5",
+        "epoch_4.weights.h5",
+        "state.json",
     ]
 
 
 @pytest.mark.slow
 def test_killed_five_times_ends_like_an_uninterrupted_run(date_data_dir, tmp_path):
     """SIGKILL at random moments, resume each time: same best epoch and test metrics."""
-    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONPATH": str(ROOT),
-           "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env = {
+        **os.environ,
+        "KERAS_BACKEND": "tensorflow",
+        "PYTHONPATH": str(ROOT),
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+    }
 
     def argv(out):
-        return [sys.executable, "-m", "examples.nmt.train",
-                *tiny_args(date_data_dir, out, "--epochs", "3", "--max-examples", "1000",
-                           "--batch-size", "8", "--units", "16", "--no-export", "--samples",
-                           "0")]
+        return [
+            sys.executable,
+            "-m",
+            "examples.nmt.train",
+            *tiny_args(
+                date_data_dir,
+                out,
+                "--epochs",
+                "3",
+                "--max-examples",
+                "1000",
+                "--batch-size",
+                "8",
+                "--units",
+                "16",
+                "--no-export",
+                "--samples",
+                "0",
+            ),
+        ]
 
     def wait_for(process, log, text):
         while process.poll() is None and text not in log.read_text(errors="replace"):
@@ -252,8 +314,9 @@ def test_killed_five_times_ends_like_an_uninterrupted_run(date_data_dir, tmp_pat
 
     def launch(out, log):
         """Starts a run; returns it once ``fit`` starts (after its "Training" line)."""
-        process = subprocess.Popen(argv(out), cwd=ROOT, env=env, stdout=log.open("w"),
-                                   stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            argv(out), cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT
+        )
         wait_for(process, log, "Training nmt_")
         return process
 
@@ -285,8 +348,9 @@ def test_killed_five_times_ends_like_an_uninterrupted_run(date_data_dir, tmp_pat
     # Kills interrupted training (a state was left), some after committed epochs.
     assert sum(epochs is not None for epochs in epochs_at_kills) >= 2, epochs_at_kills
     assert any(epochs_at_kills), epochs_at_kills
-    done = subprocess.run(argv(out), cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=600, check=False)
+    done = subprocess.run(
+        argv(out), cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     expected = json.loads((reference / "metrics.json").read_text())
     got = json.loads((out / "metrics.json").read_text())

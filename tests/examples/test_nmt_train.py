@@ -27,17 +27,35 @@ if keras.backend.backend() != "tensorflow":
 
 tf = pytest.importorskip("tensorflow")
 
-from examples.nmt import train, translate  # noqa: E402
+from examples.nmt import train  # noqa: E402
+from examples.nmt import translate  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def tiny_args(data_dir, output_dir, *extra):
     return [
-        "--dataset", "date_normalization/small", "--data-dir", str(data_dir),
-        "--max-examples", "96", "--units", "16", "--embedding-dim", "8",
-        "--batch-size", "32", "--epochs", "1", "--samples", "1",
-        "--max-decode-length", "12", "--output-dir", str(output_dir), *extra,
+        "--dataset",
+        "date_normalization/small",
+        "--data-dir",
+        str(data_dir),
+        "--max-examples",
+        "96",
+        "--units",
+        "16",
+        "--embedding-dim",
+        "8",
+        "--batch-size",
+        "32",
+        "--epochs",
+        "1",
+        "--samples",
+        "1",
+        "--max-decode-length",
+        "12",
+        "--output-dir",
+        str(output_dir),
+        *extra,
     ]
 
 
@@ -50,8 +68,14 @@ def test_train_export_reload_translate(date_data_dir, tmp_path):
     out = tmp_path / "run"
     metrics = train.main(tiny_args(date_data_dir, out))
     for name in (
-        "model.keras", "source_vocabulary.txt", "target_vocabulary.txt", "metrics.json",
-        "training_curves.png", "attention_0.png", "attention_0.html", "history.csv",
+        "model.keras",
+        "source_vocabulary.txt",
+        "target_vocabulary.txt",
+        "metrics.json",
+        "training_curves.png",
+        "attention_0.png",
+        "attention_0.html",
+        "history.csv",
         "saved_model/saved_model.pb",
     ):
         assert (out / name).exists(), name
@@ -62,8 +86,18 @@ def test_train_export_reload_translate(date_data_dir, tmp_path):
 
     sentences = ["May 9th, 1998", "the 3rd of june 2001"]
     exported = translate.main(["--model", str(out), "--plots-dir", str(tmp_path), *sentences])
-    reloaded = translate.main(["--model", str(out), "--keras", "--max-decode-length", "12",
-                               "--plots-dir", str(tmp_path / "keras"), *sentences])
+    reloaded = translate.main(
+        [
+            "--model",
+            str(out),
+            "--keras",
+            "--max-decode-length",
+            "12",
+            "--plots-dir",
+            str(tmp_path / "keras"),
+            *sentences,
+        ]
+    )
     assert [r["translation"] for r in exported] == [r["translation"] for r in reloaded]
     assert (tmp_path / "translation_0.png").exists()
 
@@ -79,8 +113,9 @@ def test_jit_compile_trains_the_input_feeding_decoder(date_data_dir, tmp_path):
 
 def test_interrupted_run_resumes_after_its_last_finished_epoch(date_data_dir, tmp_path):
     out = tmp_path / "run"
-    argv = tiny_args(date_data_dir, out, "--epochs", "2", "--decoder", "luong", "--no-export",
-                     "--no-evaluate")
+    argv = tiny_args(
+        date_data_dir, out, "--epochs", "2", "--decoder", "luong", "--no-export", "--no-evaluate"
+    )
     with pytest.raises(KeyboardInterrupt):
         train.train(train.parse_args(argv), extra_callbacks=[train._Interrupt(epoch=0)])
     assert epochs_logged(out) == [0]
@@ -97,14 +132,27 @@ def test_mirrored_strategy_on_two_logical_cpus(date_data_dir, tmp_path):
         tf.config.set_logical_device_configuration(
             cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
         from examples.nmt import train
-        argv = {tiny_args(date_data_dir, tmp_path / "run", "--decoder", "luong",
-                          "--strategy", "mirrored", "--no-export",
-                          "--no-evaluate")!r}
+        argv = {
+        tiny_args(
+            date_data_dir,
+            tmp_path / "run",
+            "--decoder",
+            "luong",
+            "--strategy",
+            "mirrored",
+            "--no-export",
+            "--no-evaluate",
+        )!r
+    }
         train.main(argv)
     """)
     env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -151,11 +199,28 @@ def test_large_target_vocabulary_learns_more_than_the_most_frequent_token(tmp_pa
     # Tatoeba fra-eng). `--output-bias zeros` still reproduces it.
     write_zipf_copy_corpus(tmp_path / "pairs.tsv")
     out = tmp_path / "run"
-    train.main([
-        "--dataset", f"tsv:{tmp_path / 'pairs.tsv'}", "--decoder", "luong", "--units", "32",
-        "--embedding-dim", "16", "--batch-size", "32", "--epochs", "2", "--no-export",
-        "--no-evaluate", "--samples", "0", "--output-dir", str(out),
-    ])
+    train.main(
+        [
+            "--dataset",
+            f"tsv:{tmp_path / 'pairs.tsv'}",
+            "--decoder",
+            "luong",
+            "--units",
+            "32",
+            "--embedding-dim",
+            "16",
+            "--batch-size",
+            "32",
+            "--epochs",
+            "2",
+            "--no-export",
+            "--no-evaluate",
+            "--samples",
+            "0",
+            "--output-dir",
+            str(out),
+        ]
+    )
     target_vocabulary = (out / "target_vocabulary.txt").read_text(encoding="utf-8").split()
     assert len(target_vocabulary) > 1500
     with open(out / "history.csv", encoding="utf-8") as file:
