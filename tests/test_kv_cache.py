@@ -4,9 +4,10 @@ import keras
 import numpy as np
 import pytest
 from backend_utils import to_numpy
-from conftest import BACKEND
 
 from keras_attention import MultiHead
+
+BACKEND = keras.backend.backend()
 
 B, T, D = 2, 6, 16
 
