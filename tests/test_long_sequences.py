@@ -482,3 +482,21 @@ def test_chunked_with_returned_weights_raises(rng):
     x = rng.normal(size=(1, 5, 4)).astype("float32")
     with pytest.raises(ValueError, match="return_attention_scores"):
         ScaledDotProduct(implementation="chunked")(x, x, return_attention_scores=True)
+
+
+# ---------------------------------------------------------------- backends
+def test_backend_module_answers_for_this_machine(rng):
+    import sys
+
+    from keras_attention import backends
+
+    x = keras.ops.convert_to_tensor(rng.normal(size=(2, 3)).astype("float32"))
+    kind = backends.device_kind(x)
+    assert kind in backends.DEVICE_KINDS
+    assert kind == backends.device_kind()  # a new tensor lands where calls run
+    if kind == "cpu":
+        assert backends.free_memory() is None
+    else:
+        assert backends.free_memory() is None or backends.free_memory() > 0
+    loaded = {name for name in sys.modules if name.startswith("keras_attention.backends.")}
+    assert loaded == {f"keras_attention.backends.{BACKEND}_backend"}, loaded
