@@ -417,7 +417,14 @@ def finish(
         path = os.path.join(out, "saved_model")
         try:
             export.export_translator(
-                model, vocabularies, path, args.max_decode_length, args.max_length
+                model,
+                vocabularies,
+                path,
+                args.max_decode_length,
+                args.max_length,
+                beam_size=args.beam_size,
+                alpha=args.length_penalty,
+                beta=args.coverage_penalty,
             )
         except Exception as error:  # any failure: one clear line
             raise runs.RunError(
