@@ -30,6 +30,7 @@ import argparse
 import importlib.util
 import json
 import shutil
+import tempfile
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -196,11 +197,62 @@ def load_splits(args: argparse.Namespace) -> data.Splits:
 
 
 def make_strategy(name: str) -> tf.distribute.Strategy:
+    """The ``--strategy``; ``multiworker`` reads ``TF_CONFIG`` and must come before any TF op.
+
+    ``MultiWorkerMirroredStrategy`` configures collective ops in the eager
+    context, which TensorFlow allows only before it is initialized (the first
+    op); ``main`` therefore creates the strategy right after parsing.
+    """
     if name == "mirrored":
         return tf.distribute.MirroredStrategy()
     if name == "multiworker":  # workers from the TF_CONFIG environment variable
         return tf.distribute.MultiWorkerMirroredStrategy()
     return tf.distribute.get_strategy()
+
+
+def worker_count(strategy: tf.distribute.Strategy) -> int:
+    """Processes in the strategy's cluster (``TF_CONFIG``); 1 without one."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None:
+        return 1
+    return max(sum(len(tasks) for tasks in resolver.cluster_spec().as_dict().values()), 1)
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+    """Whether this process writes the run: no cluster, the chief, or worker 0 without one."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    task_type = getattr(resolver, "task_type", None)
+    if not task_type or task_type == "chief":
+        return True
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return task_type == "worker" and resolver.task_id == 0 and not has_chief
+
+
+def prepare_multi_worker_fit(model: keras.Model, batches: tf.data.Dataset) -> None:
+    """Works around two failures of Keras 3.15's ``fit`` with several workers.
+
+    1. Under a strategy, ``fit`` first all-reduces a batch (mean over
+       replicas) only to learn its shapes (``_maybe_symbolic_build``); with
+       ``MultiWorkerMirroredStrategy`` and ``(inputs, targets)`` batches it
+       fails (``Attempt to convert a value (PerReplica...)``), and bucketed
+       batches differ in shape between workers anyway. The same build runs
+       here from a batch of this worker (``_symbolic_build``), then none in ``fit``.
+    2. Across workers ``fit`` averages each step's logs with
+       ``strategy.reduce("MEAN", value, axis=0)``, which rejects scalars
+       (``Invalid reduction dimension 0``): the steps return ``(1,)`` logs.
+    """
+    # Keras's private hooks: no public way to give `fit` the shapes.
+    model._symbolic_build(data_batch=next(iter(batches)))  # noqa: SLF001
+    model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None  # noqa: SLF001
+
+    def with_vector_logs(step: Any) -> Any:
+        def wrapped(batch: Any) -> dict[str, tf.Tensor]:
+            return {name: tf.reshape(value, [1]) for name, value in step(batch).items()}
+
+        return wrapped
+
+    model.train_step = with_vector_logs(model.train_step)
+    model.test_step = with_vector_logs(model.test_step)
 
 
 def count_batches(batches: tf.data.Dataset) -> int:
@@ -258,9 +310,14 @@ def save_model(model: keras.Model, path: str) -> None:
 
 
 def train(
-    args: argparse.Namespace, extra_callbacks: Sequence[keras.callbacks.Callback] = ()
+    args: argparse.Namespace,
+    extra_callbacks: Sequence[keras.callbacks.Callback] = (),
+    strategy: tf.distribute.Strategy | None = None,
 ) -> dict[str, Any]:
     """Runs the whole pipeline for parsed ``args``; returns the metrics.
+
+    ``strategy``: made from ``args.strategy`` when training starts if None
+    (too late for ``multiworker``: ``main`` makes it first).
 
     Raises:
         runs.RunError: a used output folder, missing or too little data, a
@@ -280,7 +337,7 @@ def train(
         with open(training_path, encoding="utf-8") as file:
             summary = json.load(file)
     else:
-        model, summary = fit(args, splits, vocabularies, extra_callbacks)
+        model, summary = fit(args, splits, vocabularies, extra_callbacks, strategy)
     return finish(args, model, vocabularies, splits, summary, start)
 
 
@@ -289,6 +346,7 @@ def fit(
     splits: data.Splits,
     vocabularies: data.Vocabularies,
     extra_callbacks: Sequence[keras.callbacks.Callback] = (),
+    strategy: tf.distribute.Strategy | None = None,
 ) -> tuple[keras.Model, dict[str, Any]]:
     """Trains (or resumes) to the end; saves the best epoch's ``model.keras``."""
     out = args.output_dir
@@ -312,7 +370,7 @@ def fit(
 
     if args.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_float16")
-    strategy = make_strategy(args.strategy)
+    strategy = strategy or make_strategy(args.strategy)
     try:
         with strategy.scope():
             model = build_model(
@@ -340,6 +398,8 @@ def fit(
                 jit_compile=args.jit_compile,
             )
             done = checkpoint.restore(model)
+            if worker_count(strategy) > 1:
+                prepare_multi_worker_fit(model, batches["train"])
         print(
             f"Training {model.name}: {model.count_params():,} parameters, "
             f"{steps_per_epoch} steps an epoch, on {strategy.num_replicas_in_sync} replicas."
@@ -451,11 +511,19 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = make_parser()
     args = parser.parse_args(argv)
     check_args(parser, args)
+    # Before any TensorFlow op: collective ops are configured at startup only.
+    strategy = make_strategy(args.strategy)
     tfds.disable_progress_bar()
+    chief = is_chief(strategy)
+    if not chief:  # other workers train in step with the chief; their files are dropped
+        args.output_dir = tempfile.mkdtemp(prefix="nmt-worker-")
     try:
-        return train(args)
+        return train(args, strategy=strategy)
     except runs.RunError as error:
         runs.fail(parser.prog, str(error))
+    finally:
+        if not chief:
+            shutil.rmtree(args.output_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
