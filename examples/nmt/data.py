@@ -332,11 +332,15 @@ def splits_from_args(args: argparse.Namespace) -> Splits:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Builds (and caches) a dataset, then prints a few examples of each split."""
-    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m examples.nmt.data", description=main.__doc__)
     add_arguments(parser)
     parser.add_argument("--show", type=int, default=3, help="examples to print a split")
     args = parser.parse_args(argv)
-    for name, split in splits_from_args(args).items():
+    try:
+        splits = splits_from_args(args)
+    except (OSError, ValueError) as error:
+        runs.fail(parser.prog, str(error))
+    for name, split in splits.items():
         print(f"{name}:")
         for example in split.take(args.show).as_numpy_iterator():
             print(f"  {example['source'].decode()}  ->  {example['target'].decode()}")
