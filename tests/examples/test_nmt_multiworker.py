@@ -16,7 +16,7 @@ if keras.backend.backend() != "tensorflow":
 
 tf = pytest.importorskip("tensorflow")
 
-from examples.nmt import train  # noqa: E402
+from examples.nmt import distribution  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -98,10 +98,10 @@ class _Strategy:
 )
 def test_the_chief_is_the_chief_task_or_else_worker_zero(cluster, task_type, task_id, chief, count):
     strategy = _Strategy(cluster, task_type, task_id)
-    assert train.is_chief(strategy) is chief
-    assert train.worker_count(strategy) == count
+    assert distribution.is_chief(strategy) is chief
+    assert distribution.worker_count(strategy) == count
 
 
 def test_without_a_cluster_this_process_is_the_chief():
-    assert train.is_chief(tf.distribute.get_strategy())
-    assert train.worker_count(tf.distribute.get_strategy()) == 1
+    assert distribution.is_chief(tf.distribute.get_strategy())
+    assert distribution.worker_count(tf.distribute.get_strategy()) == 1
