@@ -5,6 +5,8 @@
 * a TFDS catalogue dataset, e.g. ``"ted_hrlr_translate/pt_to_en"``,
   ``"wmt14_translate/de-en"``, ``"para_crawl/enfr"``: source and target
   come from the supervised keys, or from ``source_lang``/``target_lang``;
+  it must be prepared in the data dir, or ``download=True`` (``--download``)
+  downloads and prepares it (``catalogue_builder``);
 * ``"date_normalization"`` (the default): generated locally, no download,
   with gold alignments (see ``examples.nmt.date_normalization``);
 * ``"tsv:PATH"``: a plain or zipped ``English<TAB>Other[<TAB>attribution]``
@@ -71,6 +73,7 @@ def load_splits(
     target_lang: str | None = None,
     max_examples: int | None = None,
     held_out_fraction: float = 0.05,
+    download: bool = False,
 ) -> Splits:
     """Loads ``train``, ``validation`` and ``test`` splits of a parallel text.
 
@@ -81,6 +84,8 @@ def load_splits(
             direction is missing or should be reversed.
         max_examples: keep at most this many examples of each split.
         held_out_fraction: the share of examples in each split carved by hash.
+        download: download and prepare a TFDS dataset that is not prepared
+            in ``data_dir`` (see ``catalogue_builder``).
 
     Returns:
         ``{"train", "validation", "test"}`` -> ``tf.data.Dataset`` of dicts.
@@ -92,12 +97,53 @@ def load_splits(
         builder = tfds.folder_dataset.TranslateFolder(root_dir=path)
         splits = _builder_splits(builder, source_lang, target_lang, held_out_fraction)
     else:
-        builder = tfds.builder(dataset, data_dir=data_dir)
-        builder.download_and_prepare()
+        builder = catalogue_builder(dataset, data_dir, download)
         splits = _builder_splits(builder, source_lang, target_lang, held_out_fraction)
     if max_examples is not None:
         splits = {name: split.take(max_examples) for name, split in splits.items()}
     return {name: splits[name] for name in SPLITS}
+
+
+class DatasetNotPreparedError(ValueError):
+    """A TFDS catalogue dataset is not prepared in the data dir and no download was asked for."""
+
+
+def catalogue_builder(
+    name: str, data_dir: str | None = None, download: bool = False
+) -> tfds.core.DatasetBuilder:
+    """The prepared TFDS builder of ``name`` in ``data_dir``.
+
+    Whether the dataset is prepared is read from the data dir
+    (``builder.is_prepared()``), with no network access. An unprepared
+    dataset is downloaded and prepared only with ``download=True``, except
+    the example's own ``date_normalization``, which is generated offline:
+    without the network, TFDS's downloads retry for minutes before failing.
+
+    Raises:
+        ValueError: an unknown dataset name.
+        DatasetNotPreparedError: not prepared and ``download`` is False; the
+            message says how to prepare the dataset elsewhere.
+    """
+    try:
+        builder = tfds.builder(name, data_dir=data_dir)
+    except tfds.core.registered.DatasetNotFoundError as error:
+        first_line = str(error).splitlines()[0]
+        raise ValueError(
+            f"Expected a TFDS dataset name, tsv:PATH or folder:PATH. Received: {name!r} "
+            f"({first_line})"
+        ) from error
+    if builder.is_prepared():
+        return builder
+    if not download and not isinstance(builder, date_normalization.DateNormalization):
+        raise DatasetNotPreparedError(
+            f"the TFDS dataset {name} is not prepared in the data dir (no {builder.data_path}). "
+            "Pass --download to download and prepare it now (needs the network), or prepare "
+            f"it on a machine with network access (`tfds build {name} --data_dir DIR`, or "
+            f"`python -m examples.nmt.data --dataset {name} --data-dir DIR --download`), "
+            f"copy DIR/{name.split('/')[0]} into a data dir here and pass --data-dir"
+        )
+    builder.download_and_prepare()
+    return builder
 
 
 def _text_keys(features: tfds.features.FeaturesDict) -> tuple[tuple[str, ...], list[str]]:
@@ -265,6 +311,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-examples", type=runs.integer_at_least(1), help="keep this many examples a split"
     )
+    parser.add_argument(
+        "--download",
+        action="store_true",
+        help="download and prepare a TFDS dataset missing from the data dir (needs the network)",
+    )
 
 
 def splits_from_args(args: argparse.Namespace) -> Splits:
@@ -275,16 +326,21 @@ def splits_from_args(args: argparse.Namespace) -> Splits:
         source_lang=args.source_lang,
         target_lang=args.target_lang,
         max_examples=args.max_examples,
+        download=getattr(args, "download", False),
     )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Builds (and caches) a dataset, then prints a few examples of each split."""
-    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m examples.nmt.data", description=main.__doc__)
     add_arguments(parser)
     parser.add_argument("--show", type=int, default=3, help="examples to print a split")
     args = parser.parse_args(argv)
-    for name, split in splits_from_args(args).items():
+    try:
+        splits = splits_from_args(args)
+    except (OSError, ValueError) as error:
+        runs.fail(parser.prog, str(error))
+    for name, split in splits.items():
         print(f"{name}:")
         for example in split.take(args.show).as_numpy_iterator():
             print(f"  {example['source'].decode()}  ->  {example['target'].decode()}")

@@ -37,6 +37,10 @@ import tensorflow as tf
 StepFn = Callable[[tf.Tensor, Any, tf.Tensor], "tuple[tf.Tensor, Any, tf.Tensor]"]
 SelectFn = Callable[[tf.Tensor, tf.Tensor, tf.Tensor], "tuple[tf.Tensor, tf.Tensor]"]
 
+# A beam size or penalty may be a Python number or a scalar tensor (a graph input).
+BeamSize = int | tf.Tensor
+Real = float | tf.Tensor
+
 NEG_INF = -1e9  # Finite, so that sums and divisions never give NaN.
 
 
@@ -70,12 +74,12 @@ class _Hypotheses(NamedTuple):
     finished: tf.Tensor  # (N,)
 
 
-def length_penalty(lengths: tf.Tensor, alpha: float) -> tf.Tensor:
+def length_penalty(lengths: tf.Tensor, alpha: Real) -> tf.Tensor:
     """GNMT length normalization ``((5 + lengths) / 6) ** alpha``."""
     return tf.pow((5.0 + tf.cast(lengths, tf.float32)) / 6.0, alpha)
 
 
-def coverage_penalty(coverage: tf.Tensor, beta: float) -> tf.Tensor:
+def coverage_penalty(coverage: tf.Tensor, beta: Real) -> tf.Tensor:
     """GNMT ``beta * sum_i log(min(coverage_i, 1))`` over ``(..., Tv)``.
 
     Positions with zero coverage (never attended: padding) count as covered.
@@ -85,12 +89,12 @@ def coverage_penalty(coverage: tf.Tensor, beta: float) -> tf.Tensor:
     return beta * tf.reduce_sum(logs, axis=-1)
 
 
-def tile_batch(structure: Any, beam_size: int) -> Any:
+def tile_batch(structure: Any, beam_size: BeamSize) -> Any:
     """Repeats each batch entry ``beam_size`` times: ``(B, ...) -> (B * K, ...)``."""
     return tf.nest.map_structure(lambda x: tf.repeat(x, beam_size, axis=0), structure)
 
 
-def _scores(hyps: _Hypotheses, alpha: float, beta: float) -> tf.Tensor:
+def _scores(hyps: _Hypotheses, alpha: Real, beta: Real) -> tf.Tensor:
     return hyps.log_probs / length_penalty(hyps.lengths, alpha) + coverage_penalty(
         hyps.coverage, beta
     )
@@ -114,7 +118,7 @@ def _write(history: tf.Tensor, step: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
 
 
 def _initial(
-    n: tf.Tensor, beam_size: int, max_length: int, attention: tf.Tensor, pad_id: int
+    n: tf.Tensor, beam_size: BeamSize, max_length: int, attention: tf.Tensor, pad_id: int
 ) -> _Hypotheses:
     """Empty hypotheses; only the first beam of each batch entry is alive."""
     source_length = tf.shape(attention)[-1]
@@ -167,7 +171,7 @@ def _greedy_select(
     return tf.range(tf.shape(total)[0]), tf.argmax(total, axis=-1, output_type=tf.int32)
 
 
-def _beam_select(beam_size: int, alpha: float, beta: float) -> SelectFn:
+def _beam_select(beam_size: BeamSize, alpha: Real, beta: Real) -> SelectFn:
     """Top ``beam_size`` of the ``beam_size * V`` penalized candidates per batch entry."""
 
     def select(
@@ -193,7 +197,7 @@ def _search(
     start_id: int,
     end_id: int,
     max_length: int,
-    beam_size: int,
+    beam_size: BeamSize,
     select: SelectFn,
     pad_id: int,
 ) -> _Hypotheses:
@@ -224,10 +228,12 @@ def _search(
     return hyps
 
 
-def _result(hyps: _Hypotheses, beam_size: int, alpha: float, beta: float) -> SearchResult:
+def _result(hyps: _Hypotheses, beam_size: BeamSize, alpha: Real, beta: Real) -> SearchResult:
+    static_beam_size = tf.get_static_value(beam_size)  # None for a graph input
+
     def split(x: tf.Tensor) -> tf.Tensor:  # (B * K, ...) -> (B, K, ...)
         y = tf.reshape(x, tf.concat([[-1, beam_size], tf.shape(x)[1:]], axis=0))
-        y.set_shape([None, beam_size] + x.shape[1:].as_list())
+        y.set_shape([None, static_beam_size] + x.shape[1:].as_list())
         return y
 
     return SearchResult(
@@ -271,9 +277,9 @@ def beam_search(
     start_id: int,
     end_id: int,
     max_length: int,
-    beam_size: int = 4,
-    length_penalty_alpha: float = 0.0,
-    coverage_penalty_beta: float = 0.0,
+    beam_size: BeamSize = 4,
+    length_penalty_alpha: Real = 0.0,
+    coverage_penalty_beta: Real = 0.0,
     pad_id: int = 0,
 ) -> SearchResult:
     """Keeps the ``beam_size`` best hypotheses by GNMT score at each step.
@@ -284,13 +290,28 @@ def beam_search(
         initial_state: nested tensors, first dimension ``B`` (at least one);
             tiled to ``B * beam_size`` here.
         start_id, end_id, max_length, pad_id: as in ``greedy_search``.
-        beam_size: hypotheses kept per batch entry.
+        beam_size: hypotheses kept per batch entry, at least 1; a Python int
+            or an int32 scalar tensor (then ``K`` is unknown when tracing, and
+            one traced graph serves every beam size). With 1 it picks the
+            greedy search's tokens (the penalties are the same for every
+            candidate of a row), scored with the penalties.
         length_penalty_alpha: ``alpha`` of ``lp``; 0 ranks by log-probability.
         coverage_penalty_beta: ``beta`` of ``cp``; 0 disables it.
 
     Returns:
         A ``SearchResult`` with ``K = beam_size``, sorted by ``scores``.
+
+    Raises:
+        ValueError: a Python ``beam_size`` below 1 (a tensor below 1 fails
+            with ``tf.errors.InvalidArgumentError`` when run).
     """
+    static_beam_size = tf.get_static_value(beam_size)
+    if static_beam_size is not None and static_beam_size < 1:
+        raise ValueError(f"Expected beam_size >= 1. Received: beam_size={static_beam_size}")
+    if static_beam_size is None:
+        check = tf.debugging.assert_positive(beam_size, message="Expected beam_size >= 1.")
+        with tf.control_dependencies([check]):
+            beam_size = tf.identity(beam_size)
     select = _beam_select(beam_size, length_penalty_alpha, coverage_penalty_beta)
     hyps = _search(step_fn, initial_state, start_id, end_id, max_length, beam_size, select, pad_id)
     return _result(hyps, beam_size, length_penalty_alpha, coverage_penalty_beta)

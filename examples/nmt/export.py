@@ -2,13 +2,17 @@
 
 ``export_translator(model, vocabularies, path)`` writes a SavedModel whose
 ``translate`` function takes a batch of strings and, optionally, the most
-output tokens (an int32 scalar; the run's ``--max-decode-length`` if left
-out)::
+output tokens ``max_length`` (int32 scalar), the ``beam_size`` (int32 scalar,
+1 = greedy) and the GNMT length and coverage penalties ``alpha`` and ``beta``
+(float32 scalars), each defaulting to the run's ``--max-decode-length``,
+``--beam-size``, ``--length-penalty``, ``--coverage-penalty``::
 
     translator = tf.saved_model.load("runs/nmt/saved_model")
     outputs = translator.translate(tf.constant(["May 9th, 1998"]))
     outputs = translator.translate(tf.constant(["May 9th, 1998"]), tf.constant(20))
+    outputs = translator.translate(texts, beam_size=4, alpha=0.6, beta=0.2)
     outputs["translation"]  # (B,) strings; "" for a sentence without tokens
+    outputs["scores"]  # (B,) float32 GNMT score of the best hypothesis; 0 without tokens
     outputs["attention"]  # (B, T, Ts) float32 weights of each output token
     outputs["source_tokens"]  # (B, Ts) strings, "" on padding
     outputs["target_tokens"]  # (B, T) strings, "" after [END]
@@ -17,10 +21,11 @@ out)::
     outputs["unknown_tokens"]  # (B,) int32 source tokens kept that are not in the vocabulary
 
 Inside: ``vocabulary.standardize_without_nfkc`` (TensorFlow string ops only),
-vocabulary lookup, ``model.initial_state``/``model.step`` under greedy
-decoding (``tf.while_loop``) and ``vocabulary.detokenize``. Text that NFKC
-would change (full-width digits, ligatures, composed accents written as two
-code points) may therefore tokenize differently from training.
+vocabulary lookup, ``model.initial_state``/``model.step`` under
+``decoding.beam_search`` (``tf.while_loop``, the beam size a graph input) and
+``vocabulary.detokenize``. Text that NFKC would change (full-width digits,
+ligatures, composed accents written as two code points) may therefore
+tokenize differently from training.
 """
 
 from __future__ import annotations
@@ -37,10 +42,21 @@ from examples.nmt.model import step_fn
 
 _TEXTS = tf.TensorSpec([None], tf.string, name="texts")
 _MAX_LENGTH = tf.TensorSpec([], tf.int32, name="max_length")
+_BEAM_SIZE = tf.TensorSpec([], tf.int32, name="beam_size")
+_ALPHA = tf.TensorSpec([], tf.float32, name="alpha")
+_BETA = tf.TensorSpec([], tf.float32, name="beta")
 
 
 class Translator(tf.Module):
-    """Strings in, translations and attention out; see the module doc."""
+    """Strings in, translations, scores and attention out; see the module doc.
+
+    ``translate`` is one ``tf.function`` with a fixed input signature whose
+    optional inputs default to this translator's settings: the defaults are
+    tensors stored with the SavedModel, so a loaded ``translate`` accepts any
+    subset of ``max_length``, ``beam_size``, ``alpha``, ``beta`` by keyword.
+    The beam size is a graph input: one traced graph runs every beam size
+    (``decoding.beam_search`` with a tensor ``beam_size``).
+    """
 
     def __init__(
         self,
@@ -48,18 +64,49 @@ class Translator(tf.Module):
         vocabularies: data.Vocabularies,
         max_length: int = 64,
         max_source_length: int | None = None,
+        beam_size: int = 1,
+        alpha: float = 0.0,
+        beta: float = 0.0,
     ):
         super().__init__(name="translator")
+        if beam_size < 1:
+            raise ValueError(f"Expected beam_size >= 1. Received: beam_size={beam_size}")
         self.model = model  # tracks the variables
         self.max_length = max_length
         self.max_source_length = max_source_length or max_length
+        self.beam_size, self.alpha, self.beta = beam_size, alpha, beta
         self.source_table = vocabulary.lookup_table(vocabularies.source.tokens)
         self.target_tokens = tf.constant(vocabularies.target.tokens)
 
-    @tf.function(autograph=False)
-    def translate(self, texts: tf.Tensor, max_length: tf.Tensor | None = None) -> dict:
-        if max_length is None:
-            max_length = tf.constant(self.max_length, tf.int32)
+        # Tensor defaults: saved with the function and used when an input is left out.
+        default_max_length = tf.constant(max_length, tf.int32)
+        default_beam_size = tf.constant(beam_size, tf.int32)
+        default_alpha = tf.constant(alpha, tf.float32)
+        default_beta = tf.constant(beta, tf.float32)
+
+        def translate(
+            texts: tf.Tensor,
+            max_length: tf.Tensor = default_max_length,
+            beam_size: tf.Tensor = default_beam_size,
+            alpha: tf.Tensor = default_alpha,
+            beta: tf.Tensor = default_beta,
+        ) -> dict:
+            return self._translate(texts, max_length, beam_size, alpha, beta)
+
+        self.translate = tf.function(
+            translate,
+            input_signature=[_TEXTS, _MAX_LENGTH, _BEAM_SIZE, _ALPHA, _BETA],
+            autograph=False,
+        )
+
+    def _translate(
+        self,
+        texts: tf.Tensor,
+        max_length: tf.Tensor,
+        beam_size: tf.Tensor,
+        alpha: tf.Tensor,
+        beta: tf.Tensor,
+    ) -> dict:
         all_tokens = tf.strings.split(vocabulary.standardize_without_nfkc(texts))  # (B, None)
         tokens = all_tokens[:, : self.max_source_length]
         source_ids = tf.cast(
@@ -71,14 +118,7 @@ class Translator(tf.Module):
         pad = tf.maximum(1 - tf.shape(source_ids)[1], 0)
         source_ids = tf.pad(source_ids, [[0, 0], [0, pad]])
         source_tokens = tf.pad(source_tokens, [[0, 0], [0, pad]])
-        result = decoding.greedy_search(
-            step_fn(self.model),
-            self.model.initial_state(source_ids),
-            data.START_ID,
-            data.END_ID,
-            max_length,
-            pad_id=data.PAD_ID,
-        )
+        result = self.search(source_ids, max_length, beam_size, alpha, beta)
         # A sentence without tokens translates to nothing (not to a guess).
         ids = tf.where(has_tokens[:, None], result.ids[:, 0], data.PAD_ID)  # (B, T)
         lengths = tf.where(has_tokens, result.lengths[:, 0], 0)  # (B,)
@@ -86,6 +126,7 @@ class Translator(tf.Module):
         attention = result.attention[:, 0] * tf.cast(inside, tf.float32)[..., None]
         return {
             "translation": vocabulary.detokenize(ids, self.target_tokens),
+            "scores": tf.where(has_tokens, result.scores[:, 0], 0.0),
             "attention": attention,
             "source_tokens": source_tokens,
             "target_tokens": tf.where(inside, tf.gather(self.target_tokens, ids), ""),
@@ -94,6 +135,27 @@ class Translator(tf.Module):
             "unknown_tokens": tf.reduce_sum(tf.cast(source_ids == data.UNK_ID, tf.int32), axis=1),
         }
 
+    def search(
+        self,
+        source_ids: tf.Tensor,
+        max_length: tf.Tensor,
+        beam_size: tf.Tensor,
+        alpha: tf.Tensor,
+        beta: tf.Tensor,
+    ) -> decoding.SearchResult:
+        """Beam search (greedy's tokens for ``beam_size`` 1) over ``(B, Ts)`` source ids."""
+        return decoding.beam_search(
+            step_fn(self.model),
+            self.model.initial_state(source_ids),
+            data.START_ID,
+            data.END_ID,
+            max_length,
+            beam_size=beam_size,
+            length_penalty_alpha=alpha,
+            coverage_penalty_beta=beta,
+            pad_id=data.PAD_ID,
+        )
+
 
 def export_translator(
     model: Seq2Seq,
@@ -101,6 +163,9 @@ def export_translator(
     path: str | os.PathLike,
     max_length: int = 64,
     max_source_length: int | None = None,
+    beam_size: int = 1,
+    alpha: float = 0.0,
+    beta: float = 0.0,
 ) -> str:
     """Writes the SavedModel; returns its path.
 
@@ -108,9 +173,17 @@ def export_translator(
         max_length: the default most output tokens of ``translate``.
         max_source_length: source tokens kept (the run's ``--max-length``);
             ``max_length`` if None.
+        beam_size, alpha, beta: the default beam size (1: greedy), GNMT
+            length penalty ``alpha`` and coverage penalty ``beta``.
     """
-    translator = Translator(model, vocabularies, max_length, max_source_length)
-    serve = translator.translate.get_concrete_function(_TEXTS)
-    translator.translate.get_concrete_function(_TEXTS, _MAX_LENGTH)
-    tf.saved_model.save(translator, str(path), signatures={"serving_default": serve})
+    translator = Translator(
+        model, vocabularies, max_length, max_source_length, beam_size, alpha, beta
+    )
+    # Serving signatures take no optional inputs: strings only, run's defaults.
+    serve = tf.function(
+        lambda texts: translator.translate(texts), input_signature=[_TEXTS], autograph=False
+    )
+    tf.saved_model.save(
+        translator, str(path), signatures={"serving_default": serve.get_concrete_function()}
+    )
     return str(path)

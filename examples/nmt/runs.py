@@ -38,6 +38,7 @@ RESUME_IRRELEVANT = frozenset(
         "output_dir",
         "overwrite",
         "data_dir",
+        "download",
         "strategy",
         "samples",
         "no_export",

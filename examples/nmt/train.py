@@ -30,6 +30,7 @@ import argparse
 import importlib.util
 import json
 import shutil
+import tempfile
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -39,6 +40,7 @@ import numpy as np
 import tensorflow as tf
 
 from examples.nmt import data
+from examples.nmt import distribution
 from examples.nmt import evaluate
 from examples.nmt import export
 from examples.nmt import runs
@@ -195,14 +197,6 @@ def load_splits(args: argparse.Namespace) -> data.Splits:
     return splits
 
 
-def make_strategy(name: str) -> tf.distribute.Strategy:
-    if name == "mirrored":
-        return tf.distribute.MirroredStrategy()
-    if name == "multiworker":  # workers from the TF_CONFIG environment variable
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    return tf.distribute.get_strategy()
-
-
 def count_batches(batches: tf.data.Dataset) -> int:
     """Batches in one pass (bucketing hides the cardinality); fills the cache."""
     return int(batches.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1))
@@ -258,9 +252,14 @@ def save_model(model: keras.Model, path: str) -> None:
 
 
 def train(
-    args: argparse.Namespace, extra_callbacks: Sequence[keras.callbacks.Callback] = ()
+    args: argparse.Namespace,
+    extra_callbacks: Sequence[keras.callbacks.Callback] = (),
+    strategy: tf.distribute.Strategy | None = None,
 ) -> dict[str, Any]:
     """Runs the whole pipeline for parsed ``args``; returns the metrics.
+
+    ``strategy``: made from ``args.strategy`` when training starts if None
+    (too late for ``multiworker``: ``main`` makes it first).
 
     Raises:
         runs.RunError: a used output folder, missing or too little data, a
@@ -280,7 +279,7 @@ def train(
         with open(training_path, encoding="utf-8") as file:
             summary = json.load(file)
     else:
-        model, summary = fit(args, splits, vocabularies, extra_callbacks)
+        model, summary = fit(args, splits, vocabularies, extra_callbacks, strategy)
     return finish(args, model, vocabularies, splits, summary, start)
 
 
@@ -289,6 +288,7 @@ def fit(
     splits: data.Splits,
     vocabularies: data.Vocabularies,
     extra_callbacks: Sequence[keras.callbacks.Callback] = (),
+    strategy: tf.distribute.Strategy | None = None,
 ) -> tuple[keras.Model, dict[str, Any]]:
     """Trains (or resumes) to the end; saves the best epoch's ``model.keras``."""
     out = args.output_dir
@@ -312,7 +312,7 @@ def fit(
 
     if args.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_float16")
-    strategy = make_strategy(args.strategy)
+    strategy = strategy or distribution.make_strategy(args.strategy)
     try:
         with strategy.scope():
             model = build_model(
@@ -340,6 +340,8 @@ def fit(
                 jit_compile=args.jit_compile,
             )
             done = checkpoint.restore(model)
+            if distribution.worker_count(strategy) > 1:
+                distribution.prepare_multi_worker_fit(model, batches["train"])
         print(
             f"Training {model.name}: {model.count_params():,} parameters, "
             f"{steps_per_epoch} steps an epoch, on {strategy.num_replicas_in_sync} replicas."
@@ -417,7 +419,14 @@ def finish(
         path = os.path.join(out, "saved_model")
         try:
             export.export_translator(
-                model, vocabularies, path, args.max_decode_length, args.max_length
+                model,
+                vocabularies,
+                path,
+                args.max_decode_length,
+                args.max_length,
+                beam_size=args.beam_size,
+                alpha=args.length_penalty,
+                beta=args.coverage_penalty,
             )
         except Exception as error:  # any failure: one clear line
             raise runs.RunError(
@@ -444,11 +453,19 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = make_parser()
     args = parser.parse_args(argv)
     check_args(parser, args)
+    # Before any TensorFlow op: collective ops are configured at startup only.
+    strategy = distribution.make_strategy(args.strategy)
     tfds.disable_progress_bar()
+    chief = distribution.is_chief(strategy)
+    if not chief:  # other workers train in step with the chief; their files are dropped
+        args.output_dir = tempfile.mkdtemp(prefix="nmt-worker-")
     try:
-        return train(args)
+        return train(args, strategy=strategy)
     except runs.RunError as error:
         runs.fail(parser.prog, str(error))
+    finally:
+        if not chief:
+            shutil.rmtree(args.output_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

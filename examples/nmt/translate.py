@@ -1,11 +1,19 @@
-"""Translates sentences with a trained run and draws their attention.
+"""Translates sentences or files with a trained run and draws their attention.
 
     python -m examples.nmt.translate --model runs/nmt "May 9th, 1998" "the 3rd of june 2001"
+    python -m examples.nmt.translate --model runs/nmt --input in.txt --output out.txt
+    cat in.txt | python -m examples.nmt.translate --model runs/nmt --beam-size 4 > out.txt
 
 Uses the exported SavedModel (``DIR/saved_model``, needs no model code) when
-there is one, else ``DIR/model.keras`` with greedy or beam search. Prints one
-translation a line and writes ``translation_K.png`` (``plot_attention``) into
-``--plots-dir`` (default: the model dir). A sentence without tokens
+there is one, else (or with ``--keras``) ``DIR/model.keras``; both run greedy
+or beam search, by default with the run's ``--beam-size``,
+``--length-penalty`` (``--alpha``) and ``--coverage-penalty`` (``--beta``).
+Sentences on the command line: prints ``sentence<TAB>translation`` lines and
+writes ``translation_K.png`` (``plot_attention``) into ``--plots-dir``
+(default: the model dir). ``--input FILE`` (``-`` or a pipe: stdin): one
+sentence a line, translated in batches of ``--batch-size`` sentences of
+similar lengths with a progress bar on stderr, one translation a line to
+``--output`` (default: stdout), in input order; no heat-maps. A sentence without tokens
 translates to the empty string on both paths; warnings on stderr name the
 sentences cut at the run's ``--max-length`` and those made only of words the
 model does not know.
@@ -18,6 +26,8 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 import argparse
+import sys
+from collections.abc import Callable
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,82 +39,155 @@ from examples.nmt import runs
 DEFAULT_MAX_LENGTH = 64
 
 
+Translate = Callable[[Sequence[str]], list[dict[str, Any]]]
+
+
+def saved_model_translator(
+    path: str,
+    max_length: int | None = None,
+    beam_size: int | None = None,
+    alpha: float | None = None,
+    beta: float | None = None,
+) -> Translate:
+    """Loads an exported SavedModel once; returns a function of a batch of sentences.
+
+    Each setting left None takes the SavedModel's default (the run's
+    ``--max-decode-length``, ``--beam-size``, ``--length-penalty``,
+    ``--coverage-penalty``). The function returns, per sentence, the
+    translation, its score, tokens and ``(T, Ts)`` attention.
+    """
+    translator = tf.saved_model.load(path)
+    options = {
+        name: tf.constant(value, dtype)
+        for name, value, dtype in (
+            ("max_length", max_length, tf.int32),
+            ("beam_size", beam_size, tf.int32),
+            ("alpha", alpha, tf.float32),
+            ("beta", beta, tf.float32),
+        )
+        if value is not None
+    }
+
+    def translate(sentences: Sequence[str]) -> list[dict[str, Any]]:
+        outputs = translator.translate(tf.constant(list(sentences), tf.string), **options)
+        outputs = {name: value.numpy() for name, value in outputs.items()}
+        results = []
+        for index in range(len(sentences)):
+            source = [t.decode() for t in outputs["source_tokens"][index] if t]
+            length = int(outputs["target_length"][index])
+            target = [t.decode() for t in outputs["target_tokens"][index, :length]]
+            results.append(
+                {
+                    "translation": outputs["translation"][index].decode(),
+                    "score": float(outputs["scores"][index]),
+                    "source": source,
+                    "target": target,
+                    "attention": outputs["attention"][index, :length, : len(source)],
+                    "source_length": int(outputs["source_length"][index]),
+                    "unknown_tokens": int(outputs["unknown_tokens"][index]),
+                }
+            )
+        return results
+
+    return translate
+
+
 def translate_saved_model(
     path: str, sentences: Sequence[str], max_length: int | None = None
 ) -> list[dict[str, Any]]:
-    """Runs ``translate`` of an exported SavedModel; tokens and ``(T, Ts)`` attention.
-
-    ``max_length``: the most output tokens; the exported default if None.
-    """
-    translator = tf.saved_model.load(path)  # keep the reference while calling it
-    texts = tf.constant(list(sentences), tf.string)
-    if max_length is None:
-        outputs = translator.translate(texts)
-    else:
-        outputs = translator.translate(texts, tf.constant(max_length, tf.int32))
-    results = []
-    for index in range(len(sentences)):
-        source = [t.decode() for t in outputs["source_tokens"][index].numpy() if t]
-        length = int(outputs["target_length"][index])
-        target = [t.decode() for t in outputs["target_tokens"][index, :length].numpy()]
-        results.append(
-            {
-                "translation": outputs["translation"][index].numpy().decode(),
-                "source": source,
-                "target": target,
-                "attention": outputs["attention"][index, :length, : len(source)].numpy(),
-                "source_length": int(outputs["source_length"][index]),
-                "unknown_tokens": int(outputs["unknown_tokens"][index]),
-            }
-        )
-    return results
+    """One batch through ``saved_model_translator`` with the exported defaults."""
+    return saved_model_translator(path, max_length)(sentences)
 
 
-def translate_keras(
+def keras_translator(
     directory: str,
-    sentences: Sequence[str],
-    beam_size: int = 1,
-    length_penalty: float = 0.0,
-    coverage_penalty: float = 0.0,
+    beam_size: int | None = None,
+    length_penalty: float | None = None,
+    coverage_penalty: float | None = None,
     max_length: int | None = None,
-) -> list[dict[str, Any]]:
-    """Decodes with ``model.keras`` (greedy or beam search); as ``translate_saved_model``."""
+) -> Translate:
+    """Loads ``model.keras`` once; as ``saved_model_translator``, None = the run's setting."""
     from examples.nmt import data  # noqa: PLC0415
     from examples.nmt import evaluate  # noqa: PLC0415
 
     model, vocabularies = runs.load_run(directory)
     config = runs.load_config(directory) or {}
     max_source_length = config.get("max_length", DEFAULT_MAX_LENGTH)
-    if max_length is None:
-        max_length = config.get("max_decode_length", DEFAULT_MAX_LENGTH)
-    texts = tf.constant(list(sentences), tf.string)
-    source_lengths = data.tokenize(texts).row_lengths().numpy()
-    source_ids = data.encode_texts(texts, vocabularies.source, max_source_length)
-    source_ids = tf.pad(source_ids, [[0, 0], [0, max(1 - source_ids.shape[1], 0)]])
-    translate = evaluate.make_translate_fn(
+
+    def setting(value: Any, name: str, default: Any) -> Any:
+        return config.get(name, default) if value is None else value
+
+    translate_ids = evaluate.make_translate_fn(
         model,
-        beam_size=beam_size,
-        length_penalty=length_penalty,
-        coverage_penalty=coverage_penalty,
-        max_length=max_length,
+        beam_size=setting(beam_size, "beam_size", 1),
+        length_penalty=setting(length_penalty, "length_penalty", 0.0),
+        coverage_penalty=setting(coverage_penalty, "coverage_penalty", 0.0),
+        max_length=setting(max_length, "max_decode_length", DEFAULT_MAX_LENGTH),
     )
-    result = translate(source_ids)
-    translations = vocabularies.target.decode(result.ids).numpy()
-    results = []
-    for index, text in enumerate(translations):
-        found = evaluate.sample(source_ids[index], result, index, vocabularies)
-        if source_lengths[index] == 0:  # nothing to translate: no guess
-            text, found = b"", {"source": [], "target": [], "attention": np.zeros((0, 0))}
-        unknown = int(np.sum(source_ids[index].numpy() == data.UNK_ID))
-        results.append(
-            {
-                "translation": text.decode(),
-                **found,
-                "source_length": int(source_lengths[index]),
-                "unknown_tokens": unknown,
-            }
-        )
-    return results
+
+    def translate(sentences: Sequence[str]) -> list[dict[str, Any]]:
+        texts = tf.constant(list(sentences), tf.string)
+        source_lengths = data.tokenize(texts).row_lengths().numpy()
+        source_ids = data.encode_texts(texts, vocabularies.source, max_source_length)
+        source_ids = tf.pad(source_ids, [[0, 0], [0, max(1 - source_ids.shape[1], 0)]])
+        result = translate_ids(source_ids)
+        translations = vocabularies.target.decode(result.ids).numpy()
+        scores = result.scores.numpy()
+        results = []
+        for index, text in enumerate(translations):
+            found = evaluate.sample(source_ids[index], result, index, vocabularies)
+            score = float(scores[index])
+            if source_lengths[index] == 0:  # nothing to translate: no guess
+                text, score = b"", 0.0
+                found = {"source": [], "target": [], "attention": np.zeros((0, 0))}
+            unknown = int(np.sum(source_ids[index].numpy() == data.UNK_ID))
+            results.append(
+                {
+                    "translation": text.decode(),
+                    "score": score,
+                    **found,
+                    "source_length": int(source_lengths[index]),
+                    "unknown_tokens": unknown,
+                }
+            )
+        return results
+
+    return translate
+
+
+def translate_keras(
+    directory: str,
+    sentences: Sequence[str],
+    beam_size: int | None = None,
+    length_penalty: float | None = None,
+    coverage_penalty: float | None = None,
+    max_length: int | None = None,
+) -> list[dict[str, Any]]:
+    """One batch through ``keras_translator``."""
+    return keras_translator(directory, beam_size, length_penalty, coverage_penalty, max_length)(
+        sentences
+    )
+
+
+def translate_lines(
+    translate: Translate, lines: Sequence[str], batch_size: int, progress: bool = True
+) -> list[dict[str, Any]]:
+    """Translates many sentences in batches of similar lengths; results in input order.
+
+    ``progress``: a progress bar on stderr (tqdm).
+    """
+    from tqdm import tqdm  # noqa: PLC0415  (installed with tensorflow-datasets)
+
+    # Sorted by length: a batch pads to its longest sentence.
+    order = sorted(range(len(lines)), key=lambda index: len(lines[index].split()))
+    results: list[dict[str, Any] | None] = [None] * len(lines)
+    with tqdm(total=len(lines), unit="sentence", file=sys.stderr, disable=not progress) as bar:
+        for start in range(0, len(order), batch_size):
+            indices = order[start : start + batch_size]
+            for index, result in zip(indices, translate([lines[i] for i in indices])):
+                results[index] = result
+            bar.update(len(indices))
+    return results  # type: ignore[return-value]
 
 
 def warn_about(
@@ -155,46 +238,118 @@ def plot_results(results: Sequence[dict[str, Any]], directory: str) -> list[str]
     return paths
 
 
-def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
-    """Translates the sentences given on the command line."""
-    from examples.nmt import evaluate  # noqa: PLC0415
+def warn_about_lines(
+    results: Sequence[dict[str, Any]], max_source_length: int | None, shown: int = 5
+) -> None:
+    """For file input: one warning per kind of problem, with the first line numbers."""
+    problems: dict[str, list[int]] = {"empty": [], "cut": [], "unknown": []}
+    for number, result in enumerate(results, start=1):
+        length = result["source_length"]
+        if length == 0:
+            problems["empty"].append(number)
+        elif max_source_length is not None and length > max_source_length:
+            problems["cut"].append(number)
+        kept = min(length, max_source_length or length)
+        if kept and result["unknown_tokens"] == kept:
+            problems["unknown"].append(number)
+    what = {
+        "empty": "have no tokens: empty translations",
+        "cut": f"were cut at the run's --max-length {max_source_length}",
+        "unknown": "have only words the model does not know: their translations are guesses",
+    }
+    for kind, numbers in problems.items():
+        if numbers:
+            listed = ", ".join(map(str, numbers[:shown])) + (
+                ", ..." if len(numbers) > shown else ""
+            )
+            runs.warn(f"{len(numbers)} lines {what[kind]} (lines {listed})")
 
+
+def read_lines(path: str) -> list[str]:
+    """One sentence a line (UTF-8, ``\\n`` or ``\\r\\n``); ``-`` reads stdin."""
+    if path == "-":
+        return sys.stdin.read().splitlines()
+    with open(path, encoding="utf-8") as file:
+        return file.read().splitlines()
+
+
+def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m examples.nmt.translate", description=main.__doc__
     )
-    parser.add_argument("sentences", nargs="+")
+    parser.add_argument("sentences", nargs="*", help="sentences to translate (else --input)")
     parser.add_argument("--model", default="runs/nmt", help="a train.py output dir")
+    parser.add_argument(
+        "--input", help="a UTF-8 file, one sentence a line; '-' (or a pipe) reads stdin"
+    )
+    parser.add_argument("--output", help="where translations of --input go (default: stdout)")
+    at_least_one = runs.integer_at_least(1)
+    parser.add_argument("--batch-size", type=at_least_one, default=64, help="sentences a batch")
     parser.add_argument("--plots-dir", help="where heat-maps go (default: --model)")
     parser.add_argument(
         "--keras", action="store_true", help="use model.keras even if a SavedModel exists"
     )
-    evaluate.add_decoding_arguments(parser, default_max_length=None)
+    parser.add_argument("--beam-size", type=at_least_one, help="1 = greedy (default: the run's)")
+    parser.add_argument(
+        "--alpha", "--length-penalty", dest="length_penalty", type=float, help="GNMT alpha"
+    )
+    parser.add_argument(
+        "--beta", "--coverage-penalty", dest="coverage_penalty", type=float, help="GNMT beta"
+    )
+    parser.add_argument("--max-decode-length", type=at_least_one, help="most output tokens")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """Translates sentences given on the command line, or a file one line at a time."""
+    parser = make_parser()
     args = parser.parse_args(argv)
+    if args.input is None and not args.sentences and not sys.stdin.isatty():
+        args.input = "-"
+    if args.input is None and not args.sentences:
+        parser.error("give sentences, --input FILE, or pipe sentences to stdin")
+    if args.input is not None and args.sentences:
+        parser.error(f"argument --input: not allowed with sentences {args.sentences[:2]!r}")
+    if args.output is not None and args.input is None:
+        parser.error("argument --output: only with --input")
     saved_model = os.path.join(args.model, "saved_model")
-    use_saved_model = os.path.isdir(saved_model) and not args.keras and args.beam_size == 1
+    use_saved_model = os.path.isdir(saved_model) and not args.keras
     if not use_saved_model and not os.path.isfile(os.path.join(args.model, runs.MODEL)):
         parser.error(
             f"argument --model: no trained run in {args.model!r} "
             f"(neither {saved_model} nor {runs.MODEL})"
         )
-    config = runs.load_config(args.model) or {}
+    try:
+        lines = args.sentences if args.input is None else read_lines(args.input)
+    except (OSError, UnicodeDecodeError) as error:
+        parser.error(f"argument --input: cannot read {args.input!r} ({error})")
+    settings = (args.beam_size, args.length_penalty, args.coverage_penalty)
     if use_saved_model:
-        results = translate_saved_model(saved_model, args.sentences, args.max_decode_length)
+        translate = saved_model_translator(saved_model, args.max_decode_length, *settings)
     else:
         runs.require_tensorflow_backend()
-        results = translate_keras(
-            args.model,
-            args.sentences,
-            args.beam_size,
-            args.length_penalty,
-            args.coverage_penalty,
-            args.max_decode_length,
-        )
-    warn_about(args.sentences, results, config.get("max_length", DEFAULT_MAX_LENGTH))
-    paths = plot_results(results, args.plots_dir or args.model)
-    for sentence, result in zip(args.sentences, results):
-        print(f"{sentence}\t{result['translation']}")
-    print(f"Heat-maps: {', '.join(paths)}")
+        translate = keras_translator(args.model, *settings, args.max_decode_length)
+    max_source_length = (runs.load_config(args.model) or {}).get("max_length", DEFAULT_MAX_LENGTH)
+    if args.input is None:
+        results = translate(lines)
+        warn_about(lines, results, max_source_length)
+        paths = plot_results(results, args.plots_dir or args.model)
+        for sentence, result in zip(lines, results):
+            print(f"{sentence}\t{result['translation']}")
+        print(f"Heat-maps: {', '.join(paths)}")
+        return results
+    results = translate_lines(translate, lines, args.batch_size)
+    warn_about_lines(results, max_source_length)
+    text = "".join(f"{result['translation']}\n" for result in results)
+    if args.output is None:
+        sys.stdout.write(text)
+        return results
+    try:
+        with open(args.output, "w", encoding="utf-8", newline="\n") as file:
+            file.write(text)
+    except OSError as error:
+        runs.fail(parser.prog, f"cannot write --output {args.output!r} ({error})")
+    print(f"{len(results)} translations in {args.output}", file=sys.stderr)
     return results
 
 

@@ -126,6 +126,7 @@ def test_interrupted_run_resumes_after_its_last_finished_epoch(date_data_dir, tm
 
 
 def test_mirrored_strategy_on_two_logical_cpus(date_data_dir, tmp_path):
+    # Outside the f-string: Python 3.11 allows no quotes of its kind inside it.
     argv = tiny_args(
         date_data_dir,
         tmp_path / "run",
@@ -142,7 +143,8 @@ def test_mirrored_strategy_on_two_logical_cpus(date_data_dir, tmp_path):
         tf.config.set_logical_device_configuration(
             cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
         from examples.nmt import train
-        train.main({argv!r})
+        argv = {argv!r}
+        train.main(argv)
     """)
     env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
