@@ -16,11 +16,12 @@ out)::
     outputs["source_length"]  # (B,) int32 source tokens before truncation
     outputs["unknown_tokens"]  # (B,) int32 source tokens kept that are not in the vocabulary
 
-Inside: ``vocabulary.standardize_without_nfkc`` (TensorFlow string ops only),
-vocabulary lookup, ``model.initial_state``/``model.step`` under greedy
-decoding (``tf.while_loop``) and ``vocabulary.detokenize``. Text that NFKC
-would change (full-width digits, ligatures, composed accents written as two
-code points) may therefore tokenize differently from training.
+Inside: the run's source vocabulary's ``encode`` (NFKC normalization and
+tokenization as TensorFlow ops, ``examples.nmt.vocabulary``/``tokenizer``:
+the same ops as in training), ``model.initial_state``/``model.step`` under
+greedy decoding (``tf.while_loop``) and the target vocabulary's ``decode``
+(SentencePiece detokenization to natural text for subword and character
+vocabularies, words joined by spaces for word vocabularies).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ import tensorflow as tf
 
 from examples.nmt import data
 from examples.nmt import decoding
-from examples.nmt import vocabulary
 from examples.nmt.model import Seq2Seq
 from examples.nmt.model import step_fn
 
@@ -53,20 +53,20 @@ class Translator(tf.Module):
         self.model = model  # tracks the variables
         self.max_length = max_length
         self.max_source_length = max_source_length or max_length
-        self.source_table = vocabulary.lookup_table(vocabularies.source.tokens)
+        self.source_vocabulary = vocabularies.source  # tracks the tokenizer's tables
+        self.target_vocabulary = vocabularies.target
+        self.source_tokens = tf.constant(vocabularies.source.tokens)
         self.target_tokens = tf.constant(vocabularies.target.tokens)
 
     @tf.function(autograph=False)
     def translate(self, texts: tf.Tensor, max_length: tf.Tensor | None = None) -> dict:
         if max_length is None:
             max_length = tf.constant(self.max_length, tf.int32)
-        all_tokens = tf.strings.split(vocabulary.standardize_without_nfkc(texts))  # (B, None)
-        tokens = all_tokens[:, : self.max_source_length]
-        source_ids = tf.cast(
-            tf.ragged.map_flat_values(self.source_table.lookup, tokens), tf.int32
-        ).to_tensor(default_value=data.PAD_ID)  # (B, Ts)
-        source_tokens = tokens.to_tensor(default_value="")  # (B, Ts)
-        has_tokens = tokens.row_lengths() > 0  # (B,)
+        all_ids = self.source_vocabulary.encode(texts)  # (B, None)
+        ids = all_ids[:, : self.max_source_length]
+        source_ids = ids.to_tensor(default_value=data.PAD_ID)  # (B, Ts)
+        source_tokens = tf.gather(self.source_tokens, ids).to_tensor(default_value="")  # (B, Ts)
+        has_tokens = ids.row_lengths() > 0  # (B,)
         # An empty batch or empty strings still need one source column.
         pad = tf.maximum(1 - tf.shape(source_ids)[1], 0)
         source_ids = tf.pad(source_ids, [[0, 0], [0, pad]])
@@ -85,12 +85,12 @@ class Translator(tf.Module):
         inside = tf.sequence_mask(lengths, tf.shape(ids)[1])
         attention = result.attention[:, 0] * tf.cast(inside, tf.float32)[..., None]
         return {
-            "translation": vocabulary.detokenize(ids, self.target_tokens),
+            "translation": self.target_vocabulary.decode(ids),
             "attention": attention,
             "source_tokens": source_tokens,
             "target_tokens": tf.where(inside, tf.gather(self.target_tokens, ids), ""),
             "target_length": lengths,
-            "source_length": tf.cast(all_tokens.row_lengths(), tf.int32),
+            "source_length": tf.cast(all_ids.row_lengths(), tf.int32),
             "unknown_tokens": tf.reduce_sum(tf.cast(source_ids == data.UNK_ID, tf.int32), axis=1),
         }
 

@@ -78,7 +78,7 @@ def translate_keras(
     if max_length is None:
         max_length = config.get("max_decode_length", DEFAULT_MAX_LENGTH)
     texts = tf.constant(list(sentences), tf.string)
-    source_lengths = data.tokenize(texts).row_lengths().numpy()
+    source_lengths = vocabularies.source.encode(texts).row_lengths().numpy()
     source_ids = data.encode_texts(texts, vocabularies.source, max_source_length)
     source_ids = tf.pad(source_ids, [[0, 0], [0, max(1 - source_ids.shape[1], 0)]])
     translate = evaluate.make_translate_fn(

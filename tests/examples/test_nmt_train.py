@@ -70,7 +70,7 @@ def test_train_export_reload_translate(date_data_dir, tmp_path):
     for name in (
         "model.keras",
         "source_vocabulary.txt",
-        "target_vocabulary.txt",
+        "target_sentencepiece.model",
         "metrics.json",
         "training_curves.png",
         "attention_0.png",
@@ -203,6 +203,10 @@ def test_large_target_vocabulary_learns_more_than_the_most_frequent_token(tmp_pa
         [
             "--dataset",
             f"tsv:{tmp_path / 'pairs.tsv'}",
+            "--recipe",
+            "date",  # the defaults this regression was measured with
+            "--target-tokenizer",
+            "words",
             "--decoder",
             "luong",
             "--units",
