@@ -5,6 +5,8 @@
 output tokens (an int32 scalar; the run's ``--max-decode-length`` if left
 out)::
 
+    import tensorflow_text  # registers the normalization and SentencePiece ops
+
     translator = tf.saved_model.load("runs/nmt/saved_model")
     outputs = translator.translate(tf.constant(["May 9th, 1998"]))
     outputs = translator.translate(tf.constant(["May 9th, 1998"]), tf.constant(20))

@@ -115,10 +115,9 @@ class MaskedCrossentropy(keras.losses.Loss):
         uniform = -tf.reduce_mean(log_probs, axis=-1)  # (B, T)
         per_token = (1.0 - self.label_smoothing) * gold + self.label_smoothing * uniform
         mask = tf.cast(y_true != data.PAD_ID, tf.float32)
-        # Scaled so that Keras's mean over all B*T entries (with or without the
-        # output's padding mask) is the mean over the real tokens.
-        scale = tf.math.divide_no_nan(tf.cast(tf.size(mask), tf.float32), tf.reduce_sum(mask))
-        return per_token * mask * scale  # (B, T)
+        # The token mean, a scalar: Keras's reduction keeps it as it is, with
+        # or without the logits' padding mask (which it rescales to mean 1).
+        return tf.math.divide_no_nan(tf.reduce_sum(per_token * mask), tf.reduce_sum(mask))
 
     def get_config(self):
         return {**super().get_config(), "label_smoothing": self.label_smoothing}
