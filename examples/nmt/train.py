@@ -127,6 +127,8 @@ class MaskedCrossentropy(keras.losses.Loss):
 # "real" for every other dataset. A flag given on the command line wins.
 RECIPES = {
     "date": {
+        "attention": "bahdanau",
+        "decoder": "bahdanau",
         "source_tokenizer": "words",
         "target_tokenizer": "char",
         "vocab_size": 20_000,
@@ -140,6 +142,8 @@ RECIPES = {
         "warmup_steps": 100,
     },
     "real": {
+        "attention": "luong",
+        "decoder": "luong",
         "source_tokenizer": "unigram",
         "target_tokenizer": "unigram",
         "vocab_size": 8000,
@@ -147,7 +151,7 @@ RECIPES = {
         "units": 256,
         "dropout": 0.2,
         "label_smoothing": 0.1,
-        "epochs": 8,
+        "epochs": 5,
         "batch_size": 128,
         "learning_rate": 3e-3,
         "warmup_steps": 300,
@@ -194,8 +198,8 @@ def make_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replace the outputs of an earlier run in --output-dir",
     )
-    parser.add_argument("--attention", default="bahdanau", choices=ATTENTIONS)
-    parser.add_argument("--decoder", default="bahdanau", choices=DECODERS)
+    parser.add_argument("--attention", choices=ATTENTIONS, help="(recipe)")
+    parser.add_argument("--decoder", choices=DECODERS, help="(recipe)")
     parser.add_argument("--rnn", default="gru", choices=RNNS)
     parser.add_argument(
         "--recipe",
