@@ -11,6 +11,7 @@ import json
 import os
 import pathlib
 import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -82,6 +83,8 @@ def test_train_export_reload_translate(date_data_dir, tmp_path):
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["examples"] == 96 and 0.0 <= saved["alignment_accuracy"] <= 1.0
     assert {"bleu", "chrf", "exact_match", "train_seconds"} <= set(metrics)
+    assert "case:mixed" in saved["bleu_signature"] and "tok:13a" in saved["bleu_signature"]
+    assert saved["chrf_signature"].startswith("nrefs:1|case:mixed")
     assert not (out / "backup").exists()  # a finished run leaves no backup
 
     sentences = ["May 9th, 1998", "the 3rd of june 2001"]
@@ -99,6 +102,11 @@ def test_train_export_reload_translate(date_data_dir, tmp_path):
         ]
     )
     assert [r["translation"] for r in exported] == [r["translation"] for r in reloaded]
+    # Natural ISO-style text from the character vocabulary: no spaces between digits.
+    for result in exported:
+        assert re.fullmatch(r"[0-9-]+", result["translation"]), result["translation"]
+        pieces = [token for token in result["target"] if token != "[END]"]
+        assert "".join(pieces) == result["translation"] and len(pieces) > 1
     assert (tmp_path / "translation_0.png").exists()
 
 
@@ -126,24 +134,23 @@ def test_interrupted_run_resumes_after_its_last_finished_epoch(date_data_dir, tm
 
 
 def test_mirrored_strategy_on_two_logical_cpus(date_data_dir, tmp_path):
+    argv = tiny_args(
+        date_data_dir,
+        tmp_path / "run",
+        "--decoder",
+        "luong",
+        "--strategy",
+        "mirrored",
+        "--no-export",
+        "--no-evaluate",
+    )
     script = textwrap.dedent(f"""
         import tensorflow as tf
         cpu = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
             cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
         from examples.nmt import train
-        argv = {
-        tiny_args(
-            date_data_dir,
-            tmp_path / "run",
-            "--decoder",
-            "luong",
-            "--strategy",
-            "mirrored",
-            "--no-export",
-            "--no-evaluate",
-        )!r
-    }
+        argv = {argv!r}
         train.main(argv)
     """)
     env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONPATH": str(ROOT)}
