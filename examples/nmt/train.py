@@ -2,8 +2,8 @@
 
 The defaults train the date-normalization task in a few minutes on two CPU
 cores. Any other dataset gets the ``real`` recipe (``--recipe``, see
-``RECIPES``): SentencePiece subwords, a larger model, dropout and label
-smoothing, tuned on Tatoeba French->English. Everything goes to
+``examples.nmt.recipes``): SentencePiece subwords, a larger model, dropout
+and label smoothing, tuned on Tatoeba French->English. Everything goes to
 ``--output-dir`` (``runs/nmt``):
 
 * ``model.keras`` (best epoch's weights), ``saved_model/`` (``translate(strings)``,
@@ -45,6 +45,7 @@ import tensorflow as tf
 from examples.nmt import data
 from examples.nmt import evaluate
 from examples.nmt import export
+from examples.nmt import recipes
 from examples.nmt import runs
 from examples.nmt.checkpointing import RunCheckpoint
 from examples.nmt.model import ATTENTIONS
@@ -95,85 +96,6 @@ class MaskedAccuracy(keras.metrics.Metric):
         return tf.math.divide_no_nan(self.correct, self.count)
 
 
-@keras.saving.register_keras_serializable(package="examples_nmt")
-class MaskedCrossentropy(keras.losses.Loss):
-    """Token cross-entropy from logits, with label smoothing, over non-padding targets.
-
-    The target distribution puts ``1 - label_smoothing`` on the gold token
-    and spreads ``label_smoothing`` evenly over the vocabulary (Szegedy et
-    al., 2016); the loss is the mean over tokens with ``y_true != 0``.
-    """
-
-    def __init__(self, label_smoothing: float = 0.0, name: str = "masked_crossentropy", **kwargs):
-        super().__init__(name=name, **kwargs)
-        self.label_smoothing = label_smoothing
-
-    def call(self, y_true, y_pred):
-        y_true = tf.cast(y_true, tf.int32)  # (B, T)
-        log_probs = tf.nn.log_softmax(tf.cast(y_pred, tf.float32))  # (B, T, V)
-        gold = -tf.gather(log_probs, y_true, batch_dims=2)  # (B, T)
-        uniform = -tf.reduce_mean(log_probs, axis=-1)  # (B, T)
-        per_token = (1.0 - self.label_smoothing) * gold + self.label_smoothing * uniform
-        mask = tf.cast(y_true != data.PAD_ID, tf.float32)
-        # The token mean, a scalar: Keras's reduction keeps it as it is, with
-        # or without the logits' padding mask (which it rescales to mean 1).
-        return tf.math.divide_no_nan(tf.reduce_sum(per_token * mask), tf.reduce_sum(mask))
-
-    def get_config(self):
-        return {**super().get_config(), "label_smoothing": self.label_smoothing}
-
-
-# Defaults keyed by dataset (--recipe auto): "date" for date_normalization,
-# "real" for every other dataset. A flag given on the command line wins.
-RECIPES = {
-    "date": {
-        "attention": "bahdanau",
-        "decoder": "bahdanau",
-        "source_tokenizer": "words",
-        "target_tokenizer": "char",
-        "vocab_size": 20_000,
-        "embedding_dim": 64,
-        "units": 128,
-        "dropout": 0.0,
-        "label_smoothing": 0.0,
-        "epochs": 2,
-        "batch_size": 128,
-        "learning_rate": 3e-3,
-        "warmup_steps": 100,
-    },
-    "real": {
-        "attention": "luong",
-        "decoder": "luong",
-        "source_tokenizer": "unigram",
-        "target_tokenizer": "unigram",
-        "vocab_size": 8000,
-        "embedding_dim": 128,
-        "units": 256,
-        "dropout": 0.2,
-        "label_smoothing": 0.1,
-        "epochs": 5,
-        "batch_size": 128,
-        "learning_rate": 3e-3,
-        "warmup_steps": 300,
-    },
-}
-
-
-def recipe_name(args: argparse.Namespace) -> str:
-    """``--recipe``, with ``auto`` resolved by ``--dataset``."""
-    if args.recipe != "auto":
-        return args.recipe
-    return "date" if args.dataset.split("/")[0] == data.DEFAULT_DATASET else "real"
-
-
-def apply_recipe(args: argparse.Namespace) -> None:
-    """Fills the flags left unset (None) from the recipe; ``args.recipe`` becomes its name."""
-    args.recipe = recipe_name(args)
-    for key, value in RECIPES[args.recipe].items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-
-
 class _Interrupt(keras.callbacks.Callback):
     """Raises after ``epoch`` finishes (tests simulate a killed run with it)."""
 
@@ -203,7 +125,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rnn", default="gru", choices=RNNS)
     parser.add_argument(
         "--recipe",
-        choices=("auto", *RECIPES),
+        choices=("auto", *recipes.RECIPES),
         default="auto",
         help="defaults of the flags marked (recipe): 'date' for the date task, 'real' for "
         "natural language (SentencePiece, larger model); auto: date for "
@@ -261,7 +183,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Applies the recipe, then the checks one flag's type cannot make (exit 2 on failure)."""
-    apply_recipe(args)
+    recipes.apply_recipe(args)
     if not 0.0 <= args.label_smoothing < 1.0:
         parser.error(
             f"argument --label-smoothing: expected 0 <= value < 1, received {args.label_smoothing}"
@@ -461,7 +383,7 @@ def fit(
             )
             model.compile(
                 optimizer=optimizer,
-                loss=MaskedCrossentropy(args.label_smoothing),
+                loss=recipes.MaskedCrossentropy(args.label_smoothing),
                 metrics=[MaskedAccuracy()],
                 jit_compile=args.jit_compile,
             )

@@ -190,7 +190,7 @@ def test_tsv_test_sources_are_unseen_in_training_after_normalization(tmp_path):
 def test_masked_crossentropy_is_the_token_mean_with_and_without_a_padding_mask(label_smoothing):
     import numpy as np
 
-    from examples.nmt import train
+    from examples.nmt import recipes
 
     y_true = np.array([[4, 5, 0, 0], [6, 0, 0, 0]])
     logits = np.random.default_rng(0).normal(size=(2, 4, 8)).astype("float32")
@@ -203,7 +203,7 @@ def test_masked_crossentropy_is_the_token_mean_with_and_without_a_padding_mask(l
             for b, t in tokens
         ]
     )
-    loss = train.MaskedCrossentropy(label_smoothing)
+    loss = recipes.MaskedCrossentropy(label_smoothing)
     # The model's logits carry the padding mask of the target embedding
     # (mask_zero=True); Keras keeps it on the tensor, as here.
     masked = tf.constant(logits)
