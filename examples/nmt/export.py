@@ -65,10 +65,10 @@ class Translator(tf.Module):
         if max_length is None:
             max_length = tf.constant(self.max_length, tf.int32)
         all_ids = self.source_vocabulary.encode(texts)  # (B, None)
-        ids = all_ids[:, : self.max_source_length]
-        source_ids = ids.to_tensor(default_value=data.PAD_ID)  # (B, Ts)
-        source_tokens = tf.gather(self.source_tokens, ids).to_tensor(default_value="")  # (B, Ts)
-        has_tokens = ids.row_lengths() > 0  # (B,)
+        kept_ids = all_ids[:, : self.max_source_length]  # (B, None)
+        source_ids = kept_ids.to_tensor(default_value=data.PAD_ID)  # (B, Ts)
+        source_tokens = tf.gather(self.source_tokens, kept_ids).to_tensor(default_value="")
+        has_tokens = kept_ids.row_lengths() > 0  # (B,)
         # An empty batch or empty strings still need one source column.
         pad = tf.maximum(1 - tf.shape(source_ids)[1], 0)
         source_ids = tf.pad(source_ids, [[0, 0], [0, pad]])
