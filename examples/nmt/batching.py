@@ -14,8 +14,6 @@ from examples.nmt.vocabulary import END_ID
 from examples.nmt.vocabulary import PAD_ID
 from examples.nmt.vocabulary import START_ID
 from examples.nmt.vocabulary import Vocabularies
-from examples.nmt.vocabulary import Vocabulary
-from examples.nmt.vocabulary import tokenize
 
 _SHUFFLE_BUFFER = 20_000
 
@@ -30,13 +28,13 @@ def unbatch(batches: tf.data.Dataset) -> tf.data.Dataset:
 
 
 def encode_texts(
-    texts: tf.Tensor, vocabulary: Vocabulary, max_length: int | None = None
+    texts: tf.Tensor, vocabulary: tf.Module, max_length: int | None = None
 ) -> tf.Tensor:
     """``(B,)`` strings -> ``(B, T)`` int32 ids, 0-padded, no special tokens.
 
     The source side of a batch; ``translate`` scripts feed raw sentences here.
     """
-    ids = vocabulary.lookup(tokenize(texts))[:, :max_length]
+    ids = vocabulary.encode(texts)[:, :max_length]
     return ids.to_tensor(default_value=PAD_ID)
 
 
@@ -49,8 +47,8 @@ def _encode_batch(
     batch: dict, vocabularies: Vocabularies, max_length: int, with_alignment: bool
 ) -> dict:
     """Ragged ids of a batch: source, ``[START] + target``, ``target + [END]``."""
-    source = vocabularies.source.lookup(tokenize(batch["source"]))[:, :max_length]
-    target = vocabularies.target.lookup(tokenize(batch["target"]))[:, : max_length - 1]
+    source = vocabularies.source.encode(batch["source"])[:, :max_length]
+    target = vocabularies.target.encode(batch["target"])[:, : max_length - 1]
     encoded = {
         "source_ids": source,
         "target_in_ids": tf.concat([_column(target.nrows(), START_ID), target], axis=1),

@@ -17,7 +17,8 @@
 Every split is a ``tf.data.Dataset`` of ``{"source": str, "target": str}``
 (plus ``"alignment"``, int32 ``(L, 2)`` ``(target_index, source_index)``
 links, for the dates). Missing validation or test splits are carved from
-train by the same hash, so a source sentence never straddles two splits.
+train by a hash of the normalized source (``split_by_hash``), so a source
+sentence never straddles two splits: test sources are unseen in training.
 
 This module is the data API of the example: it re-exports the vocabulary
 functions (``examples.nmt.vocabulary``) and ``make_batches``, which turns a
@@ -37,6 +38,7 @@ import tensorflow_datasets as tfds
 from examples.nmt import date_normalization
 from examples.nmt import runs
 from examples.nmt import tsv
+from examples.nmt import vocabulary
 from examples.nmt.batching import alignment_matrix  # noqa: F401  (re-exported)
 from examples.nmt.batching import encode_texts  # noqa: F401  (re-exported)
 from examples.nmt.batching import make_batches  # noqa: F401  (re-exported)
@@ -44,6 +46,7 @@ from examples.nmt.batching import unbatch
 from examples.nmt.vocabulary import END_ID  # noqa: F401  (re-exported)
 from examples.nmt.vocabulary import PAD_ID  # noqa: F401  (re-exported)
 from examples.nmt.vocabulary import START_ID  # noqa: F401  (re-exported)
+from examples.nmt.vocabulary import TOKENIZERS  # noqa: F401  (re-exported)
 from examples.nmt.vocabulary import UNK_ID  # noqa: F401  (re-exported)
 from examples.nmt.vocabulary import Vocabularies  # noqa: F401  (re-exported)
 from examples.nmt.vocabulary import Vocabulary  # noqa: F401  (re-exported)
@@ -229,15 +232,20 @@ def complete_splits(splits: Splits, fraction: float) -> Splits:
 
 
 def _hash_bucket(source: tf.Tensor) -> tf.Tensor:
-    key = tf.strings.regex_replace(tf.strings.lower(source, encoding="utf-8"), r"\s+", " ")
+    """The bucket of the NFKC-normalized, case- and space-folded source sentence."""
+    key = tf.strings.lower(vocabulary.normalize(source), encoding="utf-8")
+    key = tf.strings.regex_replace(key, r"\s+", " ")
     return tf.strings.to_hash_bucket_fast(tf.strings.strip(key), _HASH_BUCKETS)
 
 
 def split_by_hash(examples: tf.data.Dataset, held_out: Sequence[str], fraction: float) -> Splits:
-    """Splits by a hash of the case- and space-folded source sentence.
+    """Splits by a hash of the normalized source sentence: source-disjoint splits.
 
-    Each name in ``held_out`` gets ``fraction`` of the hash buckets and
-    ``"train"`` the rest, so equal sources always land in the same split.
+    The hash key is the source after NFKC, lower-casing and folding white
+    space. Each name in ``held_out`` gets ``fraction`` of the hash buckets and
+    ``"train"`` the rest, so equal sources always land in the same split: no
+    test source is seen in training (several references of one source stay
+    together), and test scores measure translation of unseen sentences.
     """
     width = round(fraction * _HASH_BUCKETS)
     if not 0 < width * len(held_out) < _HASH_BUCKETS:

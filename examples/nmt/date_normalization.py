@@ -7,7 +7,7 @@ built dataset is cached under ``data_dir`` like any TFDS dataset.
 
 Features:
     source: the surface form, e.g. ``"Sat 9 May 1998"``.
-    target: the ISO date as ten tokens, ``"1 9 9 8 - 0 5 - 0 9"``.
+    target: the ISO date, ``"1998-05-09"`` (ten tokens: one a character).
     alignment: int32 ``(L, 2)`` gold links ``(target_index, source_index)``;
         source indices count the tokens of ``vocabulary.standardize(source)``.
 
@@ -52,8 +52,11 @@ class DateNormalizationConfig(tfds.core.BuilderConfig):
 class DateNormalization(tfds.core.GeneratorBasedBuilder):
     """Date normalization as translation, with gold alignments."""
 
-    VERSION = tfds.core.Version("1.0.0")
-    RELEASE_NOTES = {"1.0.0": "Initial release."}
+    VERSION = tfds.core.Version("2.0.0")
+    RELEASE_NOTES = {
+        "1.0.0": "Initial release.",
+        "2.0.0": "Targets as natural ISO dates, '1998-05-09' (was '1 9 9 8 - 0 5 - 0 9').",
+    }
     BUILDER_CONFIGS = [
         DateNormalizationConfig(name="default", description="50k/2k/2k examples."),
         DateNormalizationConfig(

@@ -3,8 +3,9 @@
 Pure Python, deterministic and fast (about 20 µs an example). Each example
 pairs a surface form such as ``"Sat 9 May 1998"``, ``"9/5/98"``,
 ``"May 9th, 1998"`` or ``"saturday the ninth of may, nineteen ninety-eight"``
-with the ISO date as ten character tokens, ``"1 9 9 8 - 0 5 - 0 9"``, and the
-gold alignment: for each target token, the source tokens that determine it.
+with the ISO date, ``"1998-05-09"`` (ten target tokens: one a character), and
+the gold alignment: for each target character, the source tokens that
+determine it.
 
 Conventions that keep every surface form unambiguous:
 
@@ -31,7 +32,7 @@ FIRST_DAY = datetime.date(1900, 1, 1)
 LAST_DAY = datetime.date(2099, 12, 31)
 SPLITS = ("train", "validation", "test")
 
-# Which date field decides each of the 10 target tokens "y y y y - m m - d d".
+# Which date field decides each of the 10 target characters "yyyy-mm-dd".
 TARGET_ROLES = ("year",) * 4 + (None,) + ("month",) * 2 + (None,) + ("day",) * 2
 
 _ONES = (
@@ -156,8 +157,8 @@ def render(day: datetime.date, template: str, casing: str = "lower") -> dict:
     """Renders ``day`` with ``template``; returns source, target and alignment.
 
     Returns:
-        A dict with ``source`` (str), ``target`` (str, 10 space-separated
-        tokens) and ``alignment``: int32 ``(L, 2)`` links
+        A dict with ``source`` (str), ``target`` (str, the ISO date: 10
+        characters, one target token each) and ``alignment``: int32 ``(L, 2)`` links
         ``(target_index, source_index)`` into ``tokenize(source)``.
     """
     pieces = _pieces(day, template)
@@ -175,7 +176,7 @@ def render(day: datetime.date, template: str, casing: str = "lower") -> dict:
     ]
     return {
         "source": _apply_casing("".join(text for text, _ in pieces), casing),
-        "target": " ".join(day.isoformat()),
+        "target": day.isoformat(),
         "alignment": np.asarray(links, dtype=np.int32).reshape(-1, 2),
     }
 

@@ -7,6 +7,8 @@ output tokens ``max_length`` (int32 scalar), the ``beam_size`` (int32 scalar,
 (float32 scalars), each defaulting to the run's ``--max-decode-length``,
 ``--beam-size``, ``--length-penalty``, ``--coverage-penalty``::
 
+    import tensorflow_text  # registers the normalization and SentencePiece ops
+
     translator = tf.saved_model.load("runs/nmt/saved_model")
     outputs = translator.translate(tf.constant(["May 9th, 1998"]))
     outputs = translator.translate(tf.constant(["May 9th, 1998"]), tf.constant(20))
@@ -20,12 +22,13 @@ output tokens ``max_length`` (int32 scalar), the ``beam_size`` (int32 scalar,
     outputs["source_length"]  # (B,) int32 source tokens before truncation
     outputs["unknown_tokens"]  # (B,) int32 source tokens kept that are not in the vocabulary
 
-Inside: ``vocabulary.standardize_without_nfkc`` (TensorFlow string ops only),
-vocabulary lookup, ``model.initial_state``/``model.step`` under
+Inside: the run's source vocabulary's ``encode`` (NFKC normalization and
+tokenization as TensorFlow ops, ``examples.nmt.vocabulary``/``tokenizer``:
+the same ops as in training), ``model.initial_state``/``model.step`` under
 ``decoding.beam_search`` (``tf.while_loop``, the beam size a graph input) and
-``vocabulary.detokenize``. Text that NFKC would change (full-width digits,
-ligatures, composed accents written as two code points) may therefore
-tokenize differently from training.
+the target vocabulary's ``decode`` (SentencePiece detokenization to natural
+text for subword and character vocabularies, words joined by spaces for word
+vocabularies).
 """
 
 from __future__ import annotations
@@ -36,7 +39,6 @@ import tensorflow as tf
 
 from examples.nmt import data
 from examples.nmt import decoding
-from examples.nmt import vocabulary
 from examples.nmt.model import Seq2Seq
 from examples.nmt.model import step_fn
 
@@ -75,7 +77,9 @@ class Translator(tf.Module):
         self.max_length = max_length
         self.max_source_length = max_source_length or max_length
         self.beam_size, self.alpha, self.beta = beam_size, alpha, beta
-        self.source_table = vocabulary.lookup_table(vocabularies.source.tokens)
+        self.source_vocabulary = vocabularies.source  # tracks the tokenizer's tables
+        self.target_vocabulary = vocabularies.target
+        self.source_tokens = tf.constant(vocabularies.source.tokens)
         self.target_tokens = tf.constant(vocabularies.target.tokens)
 
         # Tensor defaults: saved with the function and used when an input is left out.
@@ -107,13 +111,11 @@ class Translator(tf.Module):
         alpha: tf.Tensor,
         beta: tf.Tensor,
     ) -> dict:
-        all_tokens = tf.strings.split(vocabulary.standardize_without_nfkc(texts))  # (B, None)
-        tokens = all_tokens[:, : self.max_source_length]
-        source_ids = tf.cast(
-            tf.ragged.map_flat_values(self.source_table.lookup, tokens), tf.int32
-        ).to_tensor(default_value=data.PAD_ID)  # (B, Ts)
-        source_tokens = tokens.to_tensor(default_value="")  # (B, Ts)
-        has_tokens = tokens.row_lengths() > 0  # (B,)
+        all_ids = self.source_vocabulary.encode(texts)  # (B, None)
+        kept_ids = all_ids[:, : self.max_source_length]  # (B, None)
+        source_ids = kept_ids.to_tensor(default_value=data.PAD_ID)  # (B, Ts)
+        source_tokens = tf.gather(self.source_tokens, kept_ids).to_tensor(default_value="")
+        has_tokens = kept_ids.row_lengths() > 0  # (B,)
         # An empty batch or empty strings still need one source column.
         pad = tf.maximum(1 - tf.shape(source_ids)[1], 0)
         source_ids = tf.pad(source_ids, [[0, 0], [0, pad]])
@@ -125,13 +127,13 @@ class Translator(tf.Module):
         inside = tf.sequence_mask(lengths, tf.shape(ids)[1])
         attention = result.attention[:, 0] * tf.cast(inside, tf.float32)[..., None]
         return {
-            "translation": vocabulary.detokenize(ids, self.target_tokens),
+            "translation": self.target_vocabulary.decode(ids),
             "scores": tf.where(has_tokens, result.scores[:, 0], 0.0),
             "attention": attention,
             "source_tokens": source_tokens,
             "target_tokens": tf.where(inside, tf.gather(self.target_tokens, ids), ""),
             "target_length": lengths,
-            "source_length": tf.cast(all_tokens.row_lengths(), tf.int32),
+            "source_length": tf.cast(all_ids.row_lengths(), tf.int32),
             "unknown_tokens": tf.reduce_sum(tf.cast(source_ids == data.UNK_ID, tf.int32), axis=1),
         }
 

@@ -1,11 +1,15 @@
 """Trains, evaluates and exports an attention NMT model: ``python -m examples.nmt.train``.
 
 The defaults train the date-normalization task in a few minutes on two CPU
-cores. Everything goes to ``--output-dir`` (``runs/nmt``):
+cores. Any other dataset gets the ``real`` recipe (``--recipe``, see
+``examples.nmt.recipes``): SentencePiece subwords, a larger model, dropout
+and label smoothing, tuned on Tatoeba French->English. Everything goes to
+``--output-dir`` (``runs/nmt``):
 
 * ``model.keras`` (best epoch's weights), ``saved_model/`` (``translate(strings)``,
-  see ``examples.nmt.export``), ``source_vocabulary.txt`` /
-  ``target_vocabulary.txt``, ``config.json`` (the arguments);
+  see ``examples.nmt.export``), the vocabularies (``{side}_vocabulary.txt``
+  for words, ``{side}_sentencepiece.model`` for SentencePiece, ``side`` =
+  source or target), ``config.json`` (the arguments, recipe filled in);
 * ``metrics.json`` (test BLEU, chrF, exact match, alignment accuracy, best
   epoch, training time; written before the export), ``history.csv``,
   ``training_curves.png`` and ``training.json`` (best epoch and its
@@ -43,6 +47,7 @@ from examples.nmt import data
 from examples.nmt import distribution
 from examples.nmt import evaluate
 from examples.nmt import export
+from examples.nmt import recipes
 from examples.nmt import runs
 from examples.nmt.checkpointing import RunCheckpoint
 from examples.nmt.model import ATTENTIONS
@@ -60,6 +65,8 @@ OUTPUTS = (
     runs.TRAINING,
     "source_vocabulary.txt",
     "target_vocabulary.txt",
+    "source_sentencepiece.model",
+    "target_sentencepiece.model",
     "training_curves.png",
     "attention_*.png",
     "attention_*.html",
@@ -115,26 +122,41 @@ def make_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replace the outputs of an earlier run in --output-dir",
     )
-    parser.add_argument("--attention", default="bahdanau", choices=ATTENTIONS)
-    parser.add_argument("--decoder", default="bahdanau", choices=DECODERS)
+    parser.add_argument("--attention", choices=ATTENTIONS, help="(recipe)")
+    parser.add_argument("--decoder", choices=DECODERS, help="(recipe)")
     parser.add_argument("--rnn", default="gru", choices=RNNS)
-    parser.add_argument("--embedding-dim", type=positive, default=64)
-    parser.add_argument("--units", type=at_least(2), default=128, help="even")
+    parser.add_argument(
+        "--recipe",
+        choices=("auto", *recipes.RECIPES),
+        default="auto",
+        help="defaults of the flags marked (recipe): 'date' for the date task, 'real' for "
+        "natural language (SentencePiece, larger model); auto: date for "
+        "date_normalization, real otherwise",
+    )
+    tokenizers = data.TOKENIZERS
+    parser.add_argument(
+        "--source-tokenizer",
+        choices=tokenizers,
+        help="(recipe) lower-cased words, or a SentencePiece unigram/bpe/char model (cased)",
+    )
+    parser.add_argument("--target-tokenizer", choices=tokenizers, help="(recipe) as above")
+    parser.add_argument("--embedding-dim", type=positive, help="(recipe)")
+    parser.add_argument("--units", type=at_least(2), help="(recipe) even")
     parser.add_argument("--num-heads", type=positive, default=4)
-    parser.add_argument("--dropout", type=float, default=0.0)
+    parser.add_argument("--dropout", type=float, help="(recipe)")
+    parser.add_argument("--label-smoothing", type=float, help="(recipe)")
     parser.add_argument(
         "--vocab-size",
         type=at_least(5),
-        default=20_000,
-        help="most ids per side, the 4 reserved ones included",
+        help="(recipe) most ids per side, the 4 reserved ones included",
     )
     parser.add_argument(
         "--max-length", type=at_least(2), default=64, help="most tokens per sentence"
     )
-    parser.add_argument("--epochs", type=positive, default=2)
-    parser.add_argument("--batch-size", type=positive, default=128)
-    parser.add_argument("--learning-rate", type=float, default=3e-3, help="peak, after warm-up")
-    parser.add_argument("--warmup-steps", type=at_least(0), default=100)
+    parser.add_argument("--epochs", type=positive, help="(recipe)")
+    parser.add_argument("--batch-size", type=positive, help="(recipe)")
+    parser.add_argument("--learning-rate", type=float, help="(recipe) peak, after warm-up")
+    parser.add_argument("--warmup-steps", type=at_least(0), help="(recipe)")
     parser.add_argument("--clipnorm", type=float, default=1.0, help="per-variable; 0 = off")
     parser.add_argument(
         "--output-bias",
@@ -162,7 +184,12 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """The checks one flag's type cannot make; ``parser.error`` (exit 2) on failure."""
+    """Applies the recipe, then the checks one flag's type cannot make (exit 2 on failure)."""
+    recipes.apply_recipe(args)
+    if not 0.0 <= args.label_smoothing < 1.0:
+        parser.error(
+            f"argument --label-smoothing: expected 0 <= value < 1, received {args.label_smoothing}"
+        )
     if args.units % 2:
         parser.error(f"argument --units: expected an even number, received {args.units}")
     if args.attention == "multihead" and args.units % args.num_heads:
@@ -270,8 +297,7 @@ def train(
     resuming = runs.prepare_output_dir(args, OUTPUTS)
     keras.utils.set_random_seed(args.seed)
     splits = load_splits(args)
-    vocabularies = data.build_vocabularies(splits["train"], max_size=args.vocab_size)
-    vocabularies.save(args.output_dir)
+    vocabularies = run_vocabularies(args, splits["train"], resuming)
     training_path = os.path.join(args.output_dir, runs.TRAINING)
     if resuming and os.path.isfile(training_path):
         print(f"Training of the run in {args.output_dir} is done: evaluating and exporting it.")
@@ -281,6 +307,28 @@ def train(
     else:
         model, summary = fit(args, splits, vocabularies, extra_callbacks, strategy)
     return finish(args, model, vocabularies, splits, summary, start)
+
+
+def run_vocabularies(
+    args: argparse.Namespace, train_split: tf.data.Dataset, resuming: bool
+) -> data.Vocabularies:
+    """A resumed run's saved vocabularies, or new ones from the training split (then saved)."""
+    if resuming:
+        try:
+            return data.Vocabularies.load(args.output_dir)
+        except FileNotFoundError:
+            pass  # killed before they were written
+    start = time.perf_counter()
+    vocabularies = data.build_vocabularies(
+        train_split, args.vocab_size, args.source_tokenizer, args.target_tokenizer
+    )
+    vocabularies.save(args.output_dir)
+    print(
+        f"Vocabularies: {len(vocabularies.source):,} {args.source_tokenizer} source and "
+        f"{len(vocabularies.target):,} {args.target_tokenizer} target tokens "
+        f"({time.perf_counter() - start:.0f} s)."
+    )
+    return vocabularies
 
 
 def fit(
@@ -335,7 +383,7 @@ def fit(
             )
             model.compile(
                 optimizer=optimizer,
-                loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+                loss=recipes.MaskedCrossentropy(args.label_smoothing),
                 metrics=[MaskedAccuracy()],
                 jit_compile=args.jit_compile,
             )
@@ -408,7 +456,11 @@ def finish(
         )
     metrics["best_epoch"] = summary["best_epoch"]
     metrics["train_seconds"] = round(summary["train_seconds"], 1)
-    outputs = [runs.MODEL, "source_vocabulary.txt", "target_vocabulary.txt"]
+    outputs = [
+        runs.MODEL,
+        vocabularies.source.file_name("source"),
+        vocabularies.target.file_name("target"),
+    ]
     runs.plot_history(os.path.join(out, runs.HISTORY), os.path.join(out, "training_curves.png"))
     outputs.append("training_curves.png")
     outputs += [os.path.basename(path) for path in runs.save_heatmaps(samples, out)]

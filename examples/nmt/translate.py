@@ -127,7 +127,7 @@ def keras_translator(
 
     def translate(sentences: Sequence[str]) -> list[dict[str, Any]]:
         texts = tf.constant(list(sentences), tf.string)
-        source_lengths = data.tokenize(texts).row_lengths().numpy()
+        source_lengths = vocabularies.source.encode(texts).row_lengths().numpy()
         source_ids = data.encode_texts(texts, vocabularies.source, max_source_length)
         source_ids = tf.pad(source_ids, [[0, 0], [0, max(1 - source_ids.shape[1], 0)]])
         result = translate_ids(source_ids)

@@ -150,10 +150,3 @@ def test_detokenize_stops_at_end_and_drops_specials():
     np.testing.assert_array_equal(
         vocabulary.detokenize(ids, tokens).numpy(), [b"a [UNK] b", b"a b", b""]
     )
-
-
-def test_pure_standardization_matches_training_standardization_on_ascii():
-    texts = tf.constant(["May 9th, 1998", "THE 3RD OF JUNE '01", " a\tb  (c) "])
-    np.testing.assert_array_equal(
-        vocabulary.standardize_without_nfkc(texts).numpy(), data.standardize(texts).numpy()
-    )

@@ -11,6 +11,7 @@ import json
 import os
 import pathlib
 import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -70,7 +71,7 @@ def test_train_export_reload_translate(date_data_dir, tmp_path):
     for name in (
         "model.keras",
         "source_vocabulary.txt",
-        "target_vocabulary.txt",
+        "target_sentencepiece.model",
         "metrics.json",
         "training_curves.png",
         "attention_0.png",
@@ -82,6 +83,8 @@ def test_train_export_reload_translate(date_data_dir, tmp_path):
     saved = json.loads((out / "metrics.json").read_text())
     assert saved["examples"] == 96 and 0.0 <= saved["alignment_accuracy"] <= 1.0
     assert {"bleu", "chrf", "exact_match", "train_seconds"} <= set(metrics)
+    assert "case:mixed" in saved["bleu_signature"] and "tok:13a" in saved["bleu_signature"]
+    assert saved["chrf_signature"].startswith("nrefs:1|case:mixed")
     assert not (out / "backup").exists()  # a finished run leaves no backup
 
     sentences = ["May 9th, 1998", "the 3rd of june 2001"]
@@ -99,6 +102,11 @@ def test_train_export_reload_translate(date_data_dir, tmp_path):
         ]
     )
     assert [r["translation"] for r in exported] == [r["translation"] for r in reloaded]
+    # Natural ISO-style text from the character vocabulary: no spaces between digits.
+    for result in exported:
+        assert re.fullmatch(r"[0-9-]+", result["translation"]), result["translation"]
+        pieces = [token for token in result["target"] if token != "[END]"]
+        assert "".join(pieces) == result["translation"] and len(pieces) > 1
     assert (tmp_path / "translation_0.png").exists()
 
 
@@ -203,6 +211,10 @@ def test_large_target_vocabulary_learns_more_than_the_most_frequent_token(tmp_pa
         [
             "--dataset",
             f"tsv:{tmp_path / 'pairs.tsv'}",
+            "--recipe",
+            "date",  # the defaults this regression was measured with
+            "--target-tokenizer",
+            "words",
             "--decoder",
             "luong",
             "--units",
