@@ -121,12 +121,52 @@ def test_cache_dtype_and_mixed_precision(rng):
             "cache keys",
         ),
         (lambda layer, cache: layer.init_cache(0, 4), "batch_size"),
+        (lambda layer, cache: layer.init_cache(np.ones((2,), "int32"), 4), "batch_size"),
+        (
+            lambda layer, cache: layer.init_cache(2, keras.ops.convert_to_tensor(4.0)),
+            "max_length",
+        ),
     ],
 )
 def test_bad_cache_calls_raise(call, match):
     layer = _layer(False, 2)
     with pytest.raises(ValueError, match=match):
         call(layer, layer.init_cache(B, 8))
+
+
+def test_cache_sizes_may_be_scalar_tensors(rng):
+    """A search over a batch known only at run time makes its cache from tensors."""
+    layer = _layer(True, 2)
+    x = rng.normal(size=(B, T, D)).astype("float32")
+    batch, length = (keras.ops.convert_to_tensor(n, "int32") for n in (B, T))
+    cache = layer.init_cache(batch, length)
+    assert tuple(cache[0].shape) == (B, 2, T, 4)
+    outputs = []
+    for t in range(T):
+        context, cache = layer.call_with_cache(x[:, t], cache, t)
+        outputs.append(to_numpy(context))
+    full = to_numpy(layer(x, x, use_causal_mask=True))
+    np.testing.assert_allclose(np.stack(outputs, 1), full, atol=1e-5)
+
+
+@pytest.mark.skipif(BACKEND != "tensorflow", reason="tf.function with an unknown batch size")
+def test_cache_sized_inside_a_tf_function_with_an_unknown_batch(rng):
+    import tensorflow as tf
+
+    layer = _layer(False, None)
+    x = rng.normal(size=(B, T, D)).astype("float32")
+
+    @tf.function(input_signature=[tf.TensorSpec([None, T, D], tf.float32)])
+    def decode(x):
+        cache = layer.init_cache(tf.shape(x)[0], tf.constant(T))
+        outputs = []
+        for t in range(T):
+            context, cache = layer.call_with_cache(x[:, t], cache, tf.constant(t))
+            outputs.append(context)
+        return tf.stack(outputs, 1)
+
+    full = to_numpy(layer(x, x, use_causal_mask=True))
+    np.testing.assert_allclose(decode(x).numpy(), full, atol=1e-5)
 
 
 def test_unbuilt_layer_cannot_make_a_cache():

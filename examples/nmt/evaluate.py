@@ -1,7 +1,7 @@
 """Decoding a split and scoring it: BLEU, chrF, exact match, alignment accuracy.
 
 ``evaluate`` translates a split greedily or with beam search (through
-``examples.nmt.decoding`` and ``Seq2Seq.step``), detokenizes the outputs to
+``examples.nmt.decoding`` and ``Seq2Seq.step`` or ``Transformer.step``), detokenizes the outputs to
 natural text (the target vocabulary's ``decode``) and scores them against
 the raw reference sentences, as WMT results are reported: corpus BLEU
 (``sacrebleu.metrics.BLEU()``: cased, 13a tokenization) and chrF
@@ -35,6 +35,7 @@ from examples.nmt import decoding
 from examples.nmt import runs
 from examples.nmt.model import Seq2Seq
 from examples.nmt.model import step_fn
+from examples.nmt.transformer import Transformer
 
 
 def alignment_accuracy(
@@ -64,7 +65,7 @@ def alignment_accuracy(
 
 
 def make_translate_fn(
-    model: Seq2Seq,
+    model: Seq2Seq | Transformer,
     *,
     beam_size: int = 1,
     length_penalty: float = 0.0,
@@ -75,7 +76,7 @@ def make_translate_fn(
 
     @tf.function(reduce_retracing=True, autograph=False)  # explicit tf.while_loop
     def translate(source_ids: tf.Tensor) -> decoding.SearchResult:
-        state = model.initial_state(source_ids)
+        state = model.initial_state(source_ids, max_length)
         common = dict(start_id=data.START_ID, end_id=data.END_ID, max_length=max_length)
         if beam_size == 1:
             result = decoding.greedy_search(step_fn(model), state, **common)
@@ -120,7 +121,7 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[
 
 
 def evaluate(
-    model: Seq2Seq,
+    model: Seq2Seq | Transformer,
     split: tf.data.Dataset,
     vocabularies: data.Vocabularies,
     *,
@@ -173,7 +174,7 @@ def evaluate(
             )
             correct, total = correct + hits, total + count
         for index in range(min(samples - len(kept), len(texts))):
-            kept.append(sample(source_ids[index], result, index, vocabularies))
+            kept.append(sample(source_ids[index], result, index, vocabularies, model))
     references = _texts(split, "target")
     metrics = {
         "examples": len(hypotheses),
@@ -190,14 +191,26 @@ def sample(
     result: decoding.SearchResult,
     index: int,
     vocabularies: data.Vocabularies,
+    model: Any = None,
 ) -> dict[str, Any]:
-    """Example ``index`` of a search result: source and output tokens, ``(T, Ts)`` attention."""
-    source = [vocabularies.source.tokens[i] for i in source_ids.numpy() if i != data.PAD_ID]
+    """Example ``index`` of a search result: source and output tokens, ``(T, Ts)`` attention.
+
+    For a model with ``cross_attention`` (the Transformer), also ``heads``:
+    the ``(H, T, Ts)`` weights of every head of its alignment layer, from a
+    teacher-forced pass over the output (their mean is ``attention``).
+    """
+    source_ids = source_ids.numpy()
+    source = [vocabularies.source.tokens[i] for i in source_ids if i != data.PAD_ID]
     length = int(result.lengths[index])
     ids = result.ids[index, :length].numpy()
     target = [vocabularies.target.tokens[i] for i in ids]
     attention = result.attention[index, :length, : len(source)].numpy()
-    return {"source": source, "target": target, "attention": attention}
+    kept = {"source": source, "target": target, "attention": attention}
+    if hasattr(model, "cross_attention") and length:
+        target_in = np.concatenate([[data.START_ID], ids[:-1]]).astype("int32")[None]
+        layers = model.cross_attention(source_ids[None, : len(source)], target_in)
+        kept["heads"] = np.asarray(layers[model.alignment_layer][0])  # (H, T, Ts)
+    return kept
 
 
 def add_decoding_arguments(parser: argparse.ArgumentParser, default_max_length: Any = 64) -> None:

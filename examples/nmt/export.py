@@ -24,10 +24,11 @@ output tokens ``max_length`` (int32 scalar), the ``beam_size`` (int32 scalar,
 
 Inside: the run's source vocabulary's ``encode`` (NFKC normalization and
 tokenization as TensorFlow ops, ``examples.nmt.vocabulary``/``tokenizer``:
-the same ops as in training), ``model.initial_state``/``model.step`` under
-``decoding.beam_search`` (``tf.while_loop``, the beam size a graph input) and
-the target vocabulary's ``decode`` (SentencePiece detokenization to natural
-text for subword and character vocabularies, words joined by spaces for word
+the same ops as in training), ``model.initial_state``/``model.step``
+(``Seq2Seq`` or ``Transformer``) under ``decoding.beam_search``
+(``tf.while_loop``, the beam size a graph input) and the target
+vocabulary's ``decode`` (SentencePiece detokenization to natural text for
+subword and character vocabularies, words joined by spaces for word
 vocabularies).
 """
 
@@ -41,6 +42,7 @@ from examples.nmt import data
 from examples.nmt import decoding
 from examples.nmt.model import Seq2Seq
 from examples.nmt.model import step_fn
+from examples.nmt.transformer import Transformer
 
 _TEXTS = tf.TensorSpec([None], tf.string, name="texts")
 _MAX_LENGTH = tf.TensorSpec([], tf.int32, name="max_length")
@@ -62,7 +64,7 @@ class Translator(tf.Module):
 
     def __init__(
         self,
-        model: Seq2Seq,
+        model: Seq2Seq | Transformer,
         vocabularies: data.Vocabularies,
         max_length: int = 64,
         max_source_length: int | None = None,
@@ -148,7 +150,7 @@ class Translator(tf.Module):
         """Beam search (greedy's tokens for ``beam_size`` 1) over ``(B, Ts)`` source ids."""
         return decoding.beam_search(
             step_fn(self.model),
-            self.model.initial_state(source_ids),
+            self.model.initial_state(source_ids, max_length),
             data.START_ID,
             data.END_ID,
             max_length,
@@ -160,7 +162,7 @@ class Translator(tf.Module):
 
 
 def export_translator(
-    model: Seq2Seq,
+    model: Seq2Seq | Transformer,
     vocabularies: data.Vocabularies,
     path: str | os.PathLike,
     max_length: int = 64,

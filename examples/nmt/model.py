@@ -14,12 +14,14 @@ Two decoders:
   feeding: each step attends with the new state and feeds its attentional
   vector to the next step (Bahdanau et al., 2015; Luong's input feeding).
 
-Decoding (as OpenNMT-tf's ``Decoder``): ``model.initial_state(source_ids)``
-encodes once and projects the memory once (``project_memory``), returning
-``(state, memory)``; ``model.step(ids, state, memory)`` returns the next
-logits, the new state and the attention weights ``(N, Ts)`` (multi-head
-weights averaged over heads). ``step_fn(model)`` adapts it to the searches
-of ``examples.nmt.decoding``.
+Decoding (as OpenNMT-tf's ``Decoder``): ``model.initial_state(source_ids,
+max_length)`` encodes once and projects the memory once (``project_memory``),
+returning ``(state, memory)``; ``model.step(ids, state, memory, index)``
+returns the next logits, the new state and the attention weights ``(N, Ts)``
+(multi-head weights averaged over heads). The RNN needs neither the most
+steps nor the position; ``examples.nmt.transformer.Transformer`` has the same
+interface and uses both for its key/value caches. ``step_fn(model)`` adapts
+it to the searches of ``examples.nmt.decoding``.
 """
 
 from __future__ import annotations
@@ -221,8 +223,15 @@ class Seq2Seq(keras.Model):
         ]
         return memory, mask, first
 
-    def initial_state(self, source_ids: tf.Tensor) -> tuple[dict[str, Any], Memory]:
-        """Encodes ``(B, Ts)`` ids once: the first decoder ``state`` and the ``memory``."""
+    def initial_state(
+        self, source_ids: tf.Tensor, max_length: int | tf.Tensor | None = None
+    ) -> tuple[dict[str, Any], Memory]:
+        """Encodes ``(B, Ts)`` ids once: the first decoder ``state`` and the ``memory``.
+
+        ``max_length`` (the most decoding steps) is unused: the state of an
+        RNN does not grow.
+        """
+        del max_length
         memory, mask, first = self.encode(tf.convert_to_tensor(source_ids, tf.int32))
         if not self.input_feeding:
             keys, values = self.attention_layer.project_memory(memory, memory)
@@ -233,9 +242,17 @@ class Seq2Seq(keras.Model):
         return state, Memory(full.keys, full.values, full.mask)
 
     def step(
-        self, inputs: tf.Tensor, state: dict[str, Any], memory: Memory
+        self,
+        inputs: tf.Tensor,
+        state: dict[str, Any],
+        memory: Memory,
+        index: tf.Tensor | int | None = None,
     ) -> tuple[tf.Tensor, dict[str, Any], tf.Tensor]:
-        """``(N,)`` previous ids -> ``(N, V)`` float32 logits, new state, ``(N, Ts)`` weights."""
+        """``(N,)`` previous ids -> ``(N, V)`` float32 logits, new state, ``(N, Ts)`` weights.
+
+        ``index`` (the output position) is unused: the RNN state carries it.
+        """
+        del index
         # A plain gather: no Keras mask for the cells to warn about.
         embedded = ops.take(self.target_embedding.embeddings, inputs, axis=0)  # (N, E)
         if self.input_feeding:
@@ -305,13 +322,13 @@ def build_model(
 def step_fn(model: Seq2Seq):
     """``model.step`` as a ``decoding`` step_fn over the search state ``(state, memory)``.
 
-    Start a search from ``model.initial_state(source_ids)``.
+    Works for ``Seq2Seq`` and ``Transformer``. Start a search from
+    ``model.initial_state(source_ids, max_length)``.
     """
 
     def step(ids: tf.Tensor, search_state: tuple, step: tf.Tensor) -> tuple:
-        del step
         state, memory = search_state
-        logits, state, attention = model.step(ids, state, memory)
+        logits, state, attention = model.step(ids, state, memory, step)
         return tf.nn.log_softmax(logits), (state, memory), attention
 
     return step

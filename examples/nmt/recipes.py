@@ -12,6 +12,10 @@ the values used.
   decoder and attention (one RNN pass, then one attention call: the fastest
   to train per step), 256 units, dropout and label smoothing; picked by
   measurement on Tatoeba French->English (``examples/nmt/README.md``).
+
+``--architecture transformer`` takes the same recipe and replaces the RNN
+sizes and the optimisation settings by those of ``TRANSFORMER_RECIPES``
+(layers, ``d_model``, feed-forward size, heads, learning rate, epochs).
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ RECIPES = {
         "vocab_size": 20_000,
         "embedding_dim": 64,
         "units": 128,
+        "num_heads": 4,
         "dropout": 0.0,
         "label_smoothing": 0.0,
         "epochs": 2,
@@ -77,6 +82,7 @@ RECIPES = {
         "vocab_size": 8000,
         "embedding_dim": 128,
         "units": 256,
+        "num_heads": 4,
         "dropout": 0.2,
         "label_smoothing": 0.1,
         "epochs": 5,
@@ -87,6 +93,38 @@ RECIPES = {
 }
 
 
+# What --architecture transformer changes in a recipe.
+TRANSFORMER_RECIPES = {
+    "date": {
+        "layers": 2,
+        "d_model": 128,
+        "ff_dim": 256,
+        "num_heads": 4,
+        "alignment_layer": -1,
+        "dropout": 0.0,
+        "epochs": 3,
+        "learning_rate": 2e-3,
+        "warmup_steps": 200,
+    },
+    "real": {
+        "layers": 3,
+        "d_model": 256,
+        "ff_dim": 1024,
+        "num_heads": 4,
+        "alignment_layer": -1,
+        "dropout": 0.1,
+        "epochs": 5,
+        "learning_rate": 1e-3,
+        "warmup_steps": 1000,
+    },
+}
+# The flags of one architecture only: left None for the other.
+ARCHITECTURE_FLAGS = {
+    "rnn": ("attention", "decoder", "embedding_dim", "units"),
+    "transformer": ("layers", "d_model", "ff_dim", "alignment_layer"),
+}
+
+
 def recipe_name(args: argparse.Namespace) -> str:
     """``--recipe``, with ``auto`` resolved by ``--dataset``."""
     if args.recipe != "auto":
@@ -94,9 +132,19 @@ def recipe_name(args: argparse.Namespace) -> str:
     return "date" if args.dataset.split("/")[0] == data.DEFAULT_DATASET else "real"
 
 
+def recipe_values(recipe: str, architecture: str = "rnn") -> dict:
+    """The defaults of ``recipe`` for ``architecture`` (``"rnn"`` or ``"transformer"``)."""
+    values = dict(RECIPES[recipe])
+    if architecture == "transformer":
+        values.update(TRANSFORMER_RECIPES[recipe])
+    other = "transformer" if architecture == "rnn" else "rnn"
+    return {key: value for key, value in values.items() if key not in ARCHITECTURE_FLAGS[other]}
+
+
 def apply_recipe(args: argparse.Namespace) -> None:
     """Fills the flags left unset (None) from the recipe; ``args.recipe`` becomes its name."""
     args.recipe = recipe_name(args)
-    for key, value in RECIPES[args.recipe].items():
-        if getattr(args, key) is None:
+    architecture = getattr(args, "architecture", "rnn")
+    for key, value in recipe_values(args.recipe, architecture).items():
+        if getattr(args, key, None) is None:
             setattr(args, key, value)

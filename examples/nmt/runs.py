@@ -25,6 +25,7 @@ from typing import NoReturn
 import keras
 
 from examples.nmt import model as _model  # noqa: F401  (registers Seq2Seq for loading)
+from examples.nmt import transformer as _transformer  # noqa: F401  (registers Transformer)
 from examples.nmt.vocabulary import Vocabularies
 
 CONFIG = "config.json"
@@ -32,6 +33,8 @@ MODEL = "model.keras"
 METRICS = "metrics.json"
 HISTORY = "history.csv"
 TRAINING = "training.json"
+# Flags added since a run's config.json may have been written, with the value they had.
+ADDED_FLAGS = {"architecture": "rnn"}
 # Flags that may change between a run and its resumption.
 RESUME_IRRELEVANT = frozenset(
     {
@@ -152,6 +155,8 @@ def prepare_output_dir(args: argparse.Namespace, outputs: Sequence[str]) -> bool
                 shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
     elif used:
         saved = load_config(out)
+        if saved is not None:
+            saved = {**ADDED_FLAGS, **saved}
         if saved is None:
             raise RunError(
                 f"--output-dir {out} is not empty and holds no run of this script (no "
@@ -203,7 +208,12 @@ def plot_history(path: str, output: str) -> None:
 
 
 def save_heatmaps(samples: list[dict[str, Any]], directory: str) -> list[str]:
-    """``attention_K.png`` (plot_attention) and ``attention_K.html`` per sample."""
+    """``attention_K.png`` (plot_attention) and ``attention_K.html`` per sample.
+
+    A sample with ``heads`` (``(H, T, Ts)``, the Transformer) also gets
+    ``attention_K_heads.png`` (``plot_heads``), and its HTML page shows every
+    head with a head selector.
+    """
     import matplotlib  # noqa: PLC0415
 
     matplotlib.use("Agg")
@@ -222,8 +232,18 @@ def save_heatmaps(samples: list[dict[str, Any]], directory: str) -> list[str]:
         )
         ax.figure.savefig(stem + ".png", dpi=100, bbox_inches="tight")
         plt.close(ax.figure)
+        if "heads" in sample:
+            figure = keras_attention.plot_heads(
+                sample["heads"],
+                sample["source"],
+                sample["target"],
+                title=" ".join(sample["source"]),
+            )
+            figure.savefig(stem + "_heads.png", dpi=100, bbox_inches="tight")
+            plt.close(figure)
+            paths.append(stem + "_heads.png")
         keras_attention.save_attention_html(
-            sample["attention"],
+            sample.get("heads", sample["attention"]),
             sample["source"],
             sample["target"],
             stem + ".html",

@@ -54,6 +54,7 @@ from examples.nmt.model import ATTENTIONS
 from examples.nmt.model import DECODERS
 from examples.nmt.model import RNNS
 from examples.nmt.model import build_model
+from examples.nmt.transformer import build_transformer
 
 DEFAULT_OUTPUT_DIR = os.path.join("runs", "nmt")
 # What a run writes into its folder; --overwrite deletes these and nothing else.
@@ -122,9 +123,15 @@ def make_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replace the outputs of an earlier run in --output-dir",
     )
-    parser.add_argument("--attention", choices=ATTENTIONS, help="(recipe)")
-    parser.add_argument("--decoder", choices=DECODERS, help="(recipe)")
-    parser.add_argument("--rnn", default="gru", choices=RNNS)
+    parser.add_argument(
+        "--architecture",
+        choices=("rnn", "transformer"),
+        default="rnn",
+        help="an RNN encoder-decoder with attention, or a Transformer (examples.nmt.transformer)",
+    )
+    parser.add_argument("--attention", choices=ATTENTIONS, help="(recipe, rnn)")
+    parser.add_argument("--decoder", choices=DECODERS, help="(recipe, rnn)")
+    parser.add_argument("--rnn", default="gru", choices=RNNS, help="(rnn)")
     parser.add_argument(
         "--recipe",
         choices=("auto", *recipes.RECIPES),
@@ -140,9 +147,29 @@ def make_parser() -> argparse.ArgumentParser:
         help="(recipe) lower-cased words, or a SentencePiece unigram/bpe/char model (cased)",
     )
     parser.add_argument("--target-tokenizer", choices=tokenizers, help="(recipe) as above")
-    parser.add_argument("--embedding-dim", type=positive, help="(recipe)")
-    parser.add_argument("--units", type=at_least(2), help="(recipe) even")
-    parser.add_argument("--num-heads", type=positive, default=4)
+    parser.add_argument("--embedding-dim", type=positive, help="(recipe, rnn)")
+    parser.add_argument("--units", type=at_least(2), help="(recipe, rnn) even")
+    parser.add_argument(
+        "--num-heads",
+        type=positive,
+        help="(recipe) heads of the multihead attention, or of every Transformer attention",
+    )
+    parser.add_argument(
+        "--layers", type=positive, help="(recipe, transformer) encoder and decoder blocks"
+    )
+    parser.add_argument(
+        "--d-model", type=positive, help="(recipe, transformer) features of every token"
+    )
+    parser.add_argument(
+        "--ff-dim", type=positive, help="(recipe, transformer) inner size of the feed-forwards"
+    )
+    parser.add_argument(
+        "--alignment-layer",
+        type=int,
+        help="(recipe, transformer) the decoder block whose cross-attention, averaged over "
+        "heads, is reported (alignment accuracy, coverage penalty, heat-maps); negative "
+        "counts from the end",
+    )
     parser.add_argument("--dropout", type=float, help="(recipe)")
     parser.add_argument("--label-smoothing", type=float, help="(recipe)")
     parser.add_argument(
@@ -185,18 +212,37 @@ def make_parser() -> argparse.ArgumentParser:
 
 def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Applies the recipe, then the checks one flag's type cannot make (exit 2 on failure)."""
+    for architecture, flags in recipes.ARCHITECTURE_FLAGS.items():
+        given = [flag for flag in flags if getattr(args, flag) is not None]
+        if architecture != args.architecture and given:
+            parser.error(
+                f"argument --{given[0].replace('_', '-')}: only for --architecture "
+                f"{architecture}, received --architecture {args.architecture}"
+            )
     recipes.apply_recipe(args)
     if not 0.0 <= args.label_smoothing < 1.0:
         parser.error(
             f"argument --label-smoothing: expected 0 <= value < 1, received {args.label_smoothing}"
         )
-    if args.units % 2:
-        parser.error(f"argument --units: expected an even number, received {args.units}")
-    if args.attention == "multihead" and args.units % args.num_heads:
-        parser.error(
-            f"argument --num-heads: expected a divisor of --units {args.units}, "
-            f"received {args.num_heads}"
-        )
+    if args.architecture == "rnn":
+        if args.units % 2:
+            parser.error(f"argument --units: expected an even number, received {args.units}")
+        if args.attention == "multihead" and args.units % args.num_heads:
+            parser.error(
+                f"argument --num-heads: expected a divisor of --units {args.units}, "
+                f"received {args.num_heads}"
+            )
+    else:
+        if args.d_model % args.num_heads:
+            parser.error(
+                f"argument --num-heads: expected a divisor of --d-model {args.d_model}, "
+                f"received {args.num_heads}"
+            )
+        if not -args.layers <= args.alignment_layer < args.layers:
+            parser.error(
+                f"argument --alignment-layer: expected {-args.layers} <= value < "
+                f"{args.layers} (--layers {args.layers}), received {args.alignment_layer}"
+            )
     if not 0.0 <= args.dropout < 1.0:
         parser.error(f"argument --dropout: expected 0 <= dropout < 1, received {args.dropout}")
     if not args.learning_rate > 0.0:
@@ -331,6 +377,31 @@ def run_vocabularies(
     return vocabularies
 
 
+def make_model(args: argparse.Namespace, vocabularies: data.Vocabularies) -> keras.Model:
+    """The ``--architecture`` model, sized by the arguments and the vocabularies."""
+    sizes = len(vocabularies.source), len(vocabularies.target)
+    if args.architecture == "transformer":
+        return build_transformer(
+            *sizes,
+            d_model=args.d_model,
+            num_heads=args.num_heads,
+            layers=args.layers,
+            ff_dim=args.ff_dim,
+            dropout=args.dropout,
+            alignment_layer=args.alignment_layer,
+        )
+    return build_model(
+        *sizes,
+        embedding_dim=args.embedding_dim,
+        units=args.units,
+        attention=args.attention,
+        decoder=args.decoder,
+        rnn=args.rnn,
+        num_heads=args.num_heads,
+        dropout=args.dropout,
+    )
+
+
 def fit(
     args: argparse.Namespace,
     splits: data.Splits,
@@ -363,17 +434,7 @@ def fit(
     strategy = strategy or distribution.make_strategy(args.strategy)
     try:
         with strategy.scope():
-            model = build_model(
-                len(vocabularies.source),
-                len(vocabularies.target),
-                embedding_dim=args.embedding_dim,
-                units=args.units,
-                attention=args.attention,
-                decoder=args.decoder,
-                rnn=args.rnn,
-                num_heads=args.num_heads,
-                dropout=args.dropout,
-            )
+            model = make_model(args, vocabularies)
             if args.output_bias == "unigram":
                 model.output_layer.bias.assign(
                     target_log_prior(batches["train"], len(vocabularies.target))

@@ -205,8 +205,11 @@ class MultiHead(KernelArgsMixin, BaseAttention):
 
         Keys are `(B, Hkv, max_length, dk)` and values `(B, Hkv, max_length,
         dv)`, one entry per key/value head (grouped-query heads share theirs),
-        in `dtype` (default: the layer's compute dtype). The layer must be
-        built for self-attention (called once, or `layer.build(input_shape)`).
+        in `dtype` (default: the layer's compute dtype). `batch_size` and
+        `max_length` are positive Python ints, or scalar integer tensors when
+        they are known only at run time (a search inside `tf.function` over
+        a batch of any size). The layer must be built for self-attention
+        (called once, or `layer.build(input_shape)`).
         """
         if not self.built:
             validation.fail(
@@ -215,11 +218,25 @@ class MultiHead(KernelArgsMixin, BaseAttention):
                 "built before `init_cache` (call it once or use `layer.build(input_shape)`)",
                 "an unbuilt layer",
             )
-        batch_size = validation.integer(self._owner, "batch_size", batch_size)
-        max_length = validation.integer(self._owner, "max_length", max_length)
+        batch_size = self._size("batch_size", batch_size)
+        max_length = self._size("max_length", max_length)
         dtype = keras.backend.standardize_dtype(dtype or self.compute_dtype)
         shape = (batch_size, self._kv_heads, max_length)
         return ops.zeros((*shape, self.key_dim), dtype), ops.zeros((*shape, self._value_dim), dtype)
+
+    def _size(self, name, value):
+        """A positive Python int, or a scalar integer tensor (known only when run)."""
+        if isinstance(value, numbers.Integral) or not hasattr(value, "shape"):
+            return validation.integer(self._owner, name, value)
+        dtype = keras.backend.standardize_dtype(value.dtype)
+        if len(value.shape) != 0 or "int" not in dtype:
+            validation.fail(
+                self._owner,
+                name,
+                "a positive Python int or a scalar integer tensor",
+                f"a {dtype} tensor of shape {tuple(value.shape)}",
+            )
+        return ops.cast(value, "int32")
 
     def call_with_cache(self, query, cache, index, training=None):
         """Causal self-attention of new tokens over the cache; returns `(context, cache)`.
