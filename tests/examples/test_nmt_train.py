@@ -110,6 +110,52 @@ def test_train_export_reload_translate(date_data_dir, tmp_path):
     assert (tmp_path / "translation_0.png").exists()
 
 
+def transformer_args(data_dir, output_dir, *extra):
+    base = tiny_args(data_dir, output_dir, "--architecture", "transformer", *extra)
+    at = base.index("--units")
+    del base[at : at + 4]  # --units 16 --embedding-dim 8: RNN flags
+    return [*base, "--d-model", "16", "--layers", "2", "--ff-dim", "32", "--num-heads", "2"]
+
+
+def test_transformer_trains_exports_and_draws_every_head(date_data_dir, tmp_path):
+    out = tmp_path / "run"
+    metrics = train.main(transformer_args(date_data_dir, out, "--alignment-layer", "0"))
+    assert 0.0 <= metrics["alignment_accuracy"] <= 1.0
+    config = json.loads((out / "config.json").read_text())
+    assert config["architecture"] == "transformer" and config["units"] is None
+    assert (out / "attention_0_heads.png").exists()
+    page = (out / "attention_0.html").read_text(encoding="utf-8")
+    assert 'id="ka-head"' in page  # the head selector of multi-head weights
+    sentences = ["May 9th, 1998", "the 3rd of june 2001"]
+    exported = translate.main(["--model", str(out), *sentences])
+    reloaded = translate.main(
+        ["--model", str(out), "--keras", "--max-decode-length", "12", *sentences]
+    )
+    assert [r["translation"] for r in exported] == [r["translation"] for r in reloaded]
+
+
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        (("--architecture", "transformer", "--units", "32"), "--units: only for --architecture"),
+        (("--d-model", "32"), "--d-model: only for --architecture transformer"),
+        (
+            ("--architecture", "transformer", "--d-model", "30", "--num-heads", "4"),
+            "--num-heads: expected a divisor of --d-model 30",
+        ),
+        (
+            ("--architecture", "transformer", "--layers", "2", "--alignment-layer", "2"),
+            "--alignment-layer",
+        ),
+    ],
+)
+def test_architecture_flags_are_checked(extra, match, capsys):
+    with pytest.raises(SystemExit) as error:
+        train.parse_args(list(extra))
+    assert error.value.code == 2
+    assert match in capsys.readouterr().err
+
+
 def test_jit_compile_trains_the_input_feeding_decoder(date_data_dir, tmp_path):
     """--jit-compile with the default (bahdanau) decoder: XLA compiles the
     gradient of the attention inside AttentionRNN's while loop."""
