@@ -26,6 +26,7 @@ if keras.backend.backend() != "tensorflow":
 tf = pytest.importorskip("tensorflow")
 
 from examples.nmt import checkpointing  # noqa: E402
+from examples.nmt import runs  # noqa: E402
 from examples.nmt import train  # noqa: E402
 from examples.nmt import translate  # noqa: E402
 from examples.nmt import tsv  # noqa: E402
@@ -144,6 +145,20 @@ def test_used_output_dir_is_refused_unless_same_settings_or_overwrite(
         capsys, train.main, tiny_args(date_data_dir, out), "--epochs 5 there, 1 here", "--overwrite"
     )
     assert (out / "config.json").read_text() == json.dumps({"epochs": 5})  # untouched
+
+
+def test_a_config_from_before_architecture_existed_resumes_as_an_rnn_run(tmp_path):
+    """config.json files written before --architecture lack it: they were RNN runs."""
+    out = tmp_path / "run"
+    args = train.parse_args(["--output-dir", str(out)])
+    assert runs.prepare_output_dir(args, train.OUTPUTS) is False  # a new run
+    saved = json.loads((out / "config.json").read_text())
+    del saved["architecture"]
+    (out / "config.json").write_text(json.dumps(saved))
+    assert runs.prepare_output_dir(args, train.OUTPUTS) is True  # resumes
+    transformer = train.parse_args(["--output-dir", str(out), "--architecture", "transformer"])
+    with pytest.raises(runs.RunError, match="--architecture 'rnn' there, 'transformer' here"):
+        runs.prepare_output_dir(transformer, train.OUTPUTS)
 
 
 @pytest.fixture(scope="module")
