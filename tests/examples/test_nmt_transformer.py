@@ -163,3 +163,22 @@ def test_saved_model_search_equals_the_python_search(tmp_path, beam_size):
 def test_bad_sizes_raise(kwargs, match):
     with pytest.raises(ValueError, match=match):
         build_transformer(12, 10, **kwargs)
+
+
+def test_mixed_precision_decoding_follows_teacher_forcing():
+    """mixed_float16: the caches hold float16, the logits stay float32."""
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        model = tiny_transformer()
+        expected = model([SOURCE, TARGET_IN]).numpy()
+        state, memory = model.initial_state(SOURCE, max_length=4)
+        assert state["cache"][0][0].dtype == tf.float16
+        steps = []
+        for t in range(TARGET_IN.shape[1]):
+            logits, state, _ = model.step(TARGET_IN[:, t], state, memory, t)
+            assert logits.dtype == tf.float32
+            steps.append(logits.numpy())
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    real = TARGET_IN != 0
+    np.testing.assert_allclose(np.stack(steps, 1)[real], expected[real], atol=2e-2)
