@@ -25,6 +25,8 @@ if keras.backend.backend() != "tensorflow":
 
 tf = pytest.importorskip("tensorflow")
 
+import nmt_args  # noqa: E402
+
 from examples.nmt import checkpointing  # noqa: E402
 from examples.nmt import runs  # noqa: E402
 from examples.nmt import train  # noqa: E402
@@ -35,31 +37,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def tiny_args(data_dir, output_dir, *extra):
-    return [
-        "--dataset",
-        "date_normalization/small",
-        "--data-dir",
-        str(data_dir),
-        "--max-examples",
-        "64",
-        "--units",
-        "8",
-        "--embedding-dim",
-        "8",
-        "--batch-size",
-        "32",
-        "--epochs",
-        "1",
-        "--samples",
-        "1",
-        "--max-length",
-        "24",
-        "--max-decode-length",
-        "12",
-        "--output-dir",
-        str(output_dir),
-        *extra,
-    ]
+    return nmt_args.tiny_args(
+        output_dir, *extra, data_dir=data_dir, examples=64, units=8, max_length=24
+    )
 
 
 def exits_with_usage_error(capsys, function, argv, *needles):

@@ -11,6 +11,8 @@ if keras.backend.backend() != "tensorflow":
 
 tfds = pytest.importorskip("tensorflow_datasets")
 
+import nmt_args  # noqa: E402
+
 from examples.nmt import data  # noqa: E402
 from examples.nmt import train  # noqa: E402
 
@@ -29,11 +31,17 @@ def write_metadata(data_dir, name, split_names=("train", "validation", "test")):
 
 
 def tiny_args(name, data_dir, output_dir, *extra):
-    return [
-        "--dataset", name, "--data-dir", str(data_dir), "--max-examples", "24",
-        "--units", "8", "--embedding-dim", "4", "--batch-size", "8", "--epochs", "1",
-        "--samples", "1", "--max-decode-length", "6", "--output-dir", str(output_dir), *extra,
-    ]  # fmt: skip
+    return nmt_args.tiny_args(
+        output_dir,
+        *extra,
+        dataset=name,
+        data_dir=data_dir,
+        examples=24,
+        units=8,
+        embedding_dim=4,
+        batch_size=8,
+        max_decode_length=6,
+    )
 
 
 @pytest.mark.parametrize("name", CATALOGUE)

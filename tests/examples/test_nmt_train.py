@@ -28,6 +28,8 @@ if keras.backend.backend() != "tensorflow":
 
 tf = pytest.importorskip("tensorflow")
 
+import nmt_args  # noqa: E402
+
 from examples.nmt import train  # noqa: E402
 from examples.nmt import translate  # noqa: E402
 
@@ -35,29 +37,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def tiny_args(data_dir, output_dir, *extra):
-    return [
-        "--dataset",
-        "date_normalization/small",
-        "--data-dir",
-        str(data_dir),
-        "--max-examples",
-        "96",
-        "--units",
-        "16",
-        "--embedding-dim",
-        "8",
-        "--batch-size",
-        "32",
-        "--epochs",
-        "1",
-        "--samples",
-        "1",
-        "--max-decode-length",
-        "12",
-        "--output-dir",
-        str(output_dir),
-        *extra,
-    ]
+    return nmt_args.tiny_args(output_dir, *extra, data_dir=data_dir)
 
 
 def epochs_logged(output_dir):
