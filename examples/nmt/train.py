@@ -362,8 +362,8 @@ def run_vocabularies(
     if resuming:
         try:
             return data.Vocabularies.load(args.output_dir)
-        except FileNotFoundError:
-            pass  # killed before they were written
+        except FileNotFoundError:  # killed before they were written: build them again
+            print(f"No saved vocabularies in {args.output_dir}: building them.")
     start = time.perf_counter()
     vocabularies = data.build_vocabularies(
         train_split, args.vocab_size, args.source_tokenizer, args.target_tokenizer

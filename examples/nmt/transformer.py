@@ -43,11 +43,10 @@ from examples.nmt.model import Memory
 
 
 def _check_sizes(d_model: int, num_heads: int, layers: int, ff_dim: int) -> None:
-    for name, value in (("d_model", d_model), ("num_heads", num_heads), ("layers", layers)):
+    sizes = dict(d_model=d_model, num_heads=num_heads, layers=layers, ff_dim=ff_dim)
+    for name, value in sizes.items():
         if value < 1:
             raise ValueError(f"Expected {name} >= 1. Received: {name}={value}")
-    if ff_dim < 1:
-        raise ValueError(f"Expected ff_dim >= 1. Received: ff_dim={ff_dim}")
     if d_model % num_heads:
         raise ValueError(
             f"Expected num_heads dividing d_model. Received: d_model={d_model}, "
@@ -152,13 +151,15 @@ class DecoderBlock(_Block):
         h = self.self_norm(x)
         h = self.self_attention(h, h, use_causal_mask=True, training=training)
         x = x + self.residual_dropout(h, training=training)
-        context, weights = self.cross_attention(
+        context = self.cross_attention(
             self.cross_norm(x),
             memory,
             value_mask=memory_mask,
-            return_attention_scores=True,
+            return_attention_scores=return_attention_scores,
             training=training,
         )
+        if return_attention_scores:
+            context, weights = context
         x = self._feed_forward(x + self.residual_dropout(context, training=training), training)
         return (x, weights) if return_attention_scores else x
 
@@ -236,9 +237,7 @@ class Transformer(keras.Model):
         source_ids = keras.Input((None,), dtype="int32", name="source_ids")
         target_in_ids = keras.Input((None,), dtype="int32", name="target_in_ids")
         memory, mask = self.encode(source_ids)
-        x = self.target_dropout(self.positions(self.target_embedding(target_in_ids)))
-        for block in self.decoder_blocks:
-            x = block(x, memory, memory_mask=mask)
+        x, _ = self.decode(target_in_ids, memory, mask)
         logits = self.output_layer(self.decoder_norm(x))
         kwargs.setdefault("name", "nmt_transformer")
         super().__init__(inputs=[source_ids, target_in_ids], outputs=logits, **kwargs)
@@ -281,16 +280,34 @@ class Transformer(keras.Model):
             x = block(x, padding_mask=mask, training=training)
         return self.encoder_norm(x), mask
 
+    def decode(self, target_in_ids, memory, mask, return_attention_scores=False, training=None):
+        """Teacher-forced decoder blocks: ``(B, Tt, d_model)`` before the final norm.
+
+        With ``return_attention_scores``, also every block's cross-attention
+        ``(B, H, Tt, Ts)`` (a list); otherwise None in its place.
+        """
+        x = self.positions(self.target_embedding(target_in_ids))
+        x = self.target_dropout(x, training=training)
+        weights = []
+        for block in self.decoder_blocks:
+            x = block(
+                x,
+                memory,
+                memory_mask=mask,
+                return_attention_scores=return_attention_scores,
+                training=training,
+            )
+            if return_attention_scores:
+                x, block_weights = x
+                weights.append(block_weights)
+        return x, (weights if return_attention_scores else None)
+
     def cross_attention(self, source_ids, target_in_ids) -> list:
         """Every decoder block's cross-attention ``(B, H, Tt, Ts)`` for a teacher-forced pass."""
         memory, mask = self.encode(source_ids, training=False)
-        x = self.positions(self.target_embedding(target_in_ids))
-        weights = []
-        for block in self.decoder_blocks:
-            x, block_weights = block(
-                x, memory, memory_mask=mask, return_attention_scores=True, training=False
-            )
-            weights.append(block_weights)
+        _, weights = self.decode(
+            target_in_ids, memory, mask, return_attention_scores=True, training=False
+        )
         return weights
 
     # ------------------------------------------------------------ decoding
