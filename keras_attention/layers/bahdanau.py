@@ -31,7 +31,10 @@ class BahdanauAttention(KernelArgsMixin, BaseAttention):
             (`block_size` 32 by default).
         kernel_initializer, bias_initializer, kernel_regularizer,
         bias_regularizer, kernel_constraint, bias_constraint: for `W_q`,
-            `W_k`, `v` (kernel) and `b` (bias).
+            `W_k`, `v` (kernel) and `b` (bias). Each weight gets its own
+            copy (a seeded initializer a seed derived per weight), so `W_q`
+            and `W_k` never start equal; `v` is initialized as the kernel of
+            a `Dense(units -> 1)`, so any kernel initializer applies.
         **kwargs: base layer arguments.
 
     Call arguments and returns: the contract of `BaseAttention`; the context
@@ -90,22 +93,8 @@ class BahdanauAttention(KernelArgsMixin, BaseAttention):
         key_shape = value_shape if key_shape is None else key_shape
         self.query_dense = self._dense(self.units, "query_dense", input_dim=query_shape[-1])
         self.key_dense = self._dense(self.units, "key_dense", input_dim=key_shape[-1])
-        self.v = self.add_weight(
-            name="v",
-            shape=(self.units,),
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
-        )
-        self.b = None
-        if self.use_bias:
-            self.b = self.add_weight(
-                name="b",
-                shape=(self.units,),
-                initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-                constraint=self.bias_constraint,
-            )
+        self.v = self._score_vector_weight("v", self.units)
+        self.b = self._bias_weight("b", self.units) if self.use_bias else None
         self.g = None
         if self.normalize:
             self.g = self.add_weight(

@@ -33,7 +33,9 @@ class LuongAttention(KernelArgsMixin, BaseAttention):
             `BaseAttention` (tiles of 512 for `"dot"`/`"general"`, 32 for
             `"concat"` by default).
         kernel_initializer, bias_initializer, kernel_regularizer,
-        bias_regularizer, kernel_constraint, bias_constraint: for `W`, `v`.
+        bias_regularizer, kernel_constraint, bias_constraint: for `W`, `v`
+            (each weight its own copy, a seeded initializer a seed derived
+            per weight; `v` initialized as the kernel of a `Dense(units -> 1)`).
         **kwargs: base layer arguments.
 
     Call arguments and returns: the contract of `BaseAttention`; the context
@@ -99,13 +101,7 @@ class LuongAttention(KernelArgsMixin, BaseAttention):
         elif self.score_mode == "concat":
             self.query_dense = self._dense(self.units, "query_dense", input_dim=query_dim)
             self.key_dense = self._dense(self.units, "key_dense", input_dim=key_dim)
-            self.v = self.add_weight(
-                name="v",
-                shape=(self.units,),
-                initializer=self.kernel_initializer,
-                regularizer=self.kernel_regularizer,
-                constraint=self.kernel_constraint,
-            )
+            self.v = self._score_vector_weight("v", self.units)
         self.g = None
         if self.use_scale:
             self.g = self.add_weight(name="g", shape=(), initializer="ones")

@@ -49,7 +49,8 @@ class MultiHead(KernelArgsMixin, BaseAttention):
             `BaseAttention`; the heads share one tile layout.
         kernel_initializer, bias_initializer, kernel_regularizer,
         bias_regularizer, kernel_constraint, bias_constraint: for the four
-            projections.
+            projections; each gets its own copy (a seeded initializer a seed
+            derived per projection), so they never start equal.
         rotary: apply rotary position embeddings to the projected queries
             and keys; needs an even `key_dim`.
         rotary_base: the wavelength base of the rotation (10,000 in RoFormer).

@@ -17,6 +17,7 @@ import keras
 from keras import ops
 
 from keras_attention import validation
+from keras_attention.layers.kernel_args import sublayer_initializer
 
 MODES = ("add", "encoding")
 
@@ -233,7 +234,7 @@ class LearnedPositionalEmbedding(_PositionalBase):
         self.embeddings = self.add_weight(
             name="embeddings",
             shape=(self.max_length, features),
-            initializer=self.embeddings_initializer,
+            initializer=sublayer_initializer(self.embeddings_initializer, "embeddings"),
             regularizer=self.embeddings_regularizer,
             constraint=self.embeddings_constraint,
         )
