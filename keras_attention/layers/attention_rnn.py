@@ -26,7 +26,13 @@ class AttentionRNN(keras.layers.RNN):
         memory_mask: boolean `(B, Tv)`, True on real memory positions.
         initial_state: initial states of the wrapped cell (e.g. the
             encoder's final state), or None for zeros.
-        mask: `(B, T)` mask of the decoder inputs.
+        sequences_mask: boolean `(B, T)`, True on real decoder steps; Keras
+            fills it from the Keras mask of `sequences` (e.g.
+            `Embedding(mask_zero=True)`). A masked step keeps the state and
+            repeats the previous output (zeros with `return_sequences`), as
+            in any Keras RNN.
+        mask: the same as `sequences_mask` (the name `keras.layers.RNN`
+            uses); `sequences_mask` wins when both are given.
         training: enables dropout.
 
     Example:
@@ -61,7 +67,17 @@ class AttentionRNN(keras.layers.RNN):
         return super().compute_output_shape(sequences_shape)
 
     def call(
-        self, sequences, memory, memory_mask=None, initial_state=None, mask=None, training=False
+        self,
+        sequences,
+        memory,
+        memory_mask=None,
+        initial_state=None,
+        sequences_mask=None,
+        mask=None,
+        training=False,
     ):
+        # With two tensor arguments Keras fills `sequences_mask` and
+        # `memory_mask` from their Keras masks, never `mask`.
+        mask = mask if sequences_mask is None else sequences_mask
         states = self.cell.initial_state(memory, value_mask=memory_mask, cell_state=initial_state)
         return super().call(sequences, initial_state=states, mask=mask, training=training)

@@ -19,6 +19,9 @@ class AttentionRNNState(NamedTuple):
         keys: the memory's projected keys (`attention.project_memory`).
         values: the memory's projected values.
         mask: boolean `(B, Tv)`, True on real memory positions.
+        output: the previous step's output `(B, output_size)` (zeros at the
+            start), which a masked (padded) decoder step repeats; `None` in
+            `pack_state` means zeros.
     """
 
     cell_states: list
@@ -27,6 +30,12 @@ class AttentionRNNState(NamedTuple):
     keys: Any
     values: Any
     mask: Any
+    output: Any = None
+
+
+def _flatten(x):
+    """`(B, ...)` -> `(B, n)`."""
+    return x if len(x.shape) == 2 else ops.reshape(x, (ops.shape(x)[0], -1))
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -50,13 +59,19 @@ class AttentionRNNCell(keras.layers.Layer):
     it to `keras.layers.RNN(cell)(inputs, initial_state=...)`. The same
     state drives step-by-step decoding with `cell(x_t, states)`.
 
-    State layout (a flat list): the wrapped cell's states, then `a_{t-1}`
-    `(B, attention_size)`, `w_{t-1}` (the attention weights of the previous
-    step), and the memory: projected keys, projected values and the memory
-    mask as 0/1 floats `(B, Tv)`. The memory parts never change over time.
-    Read it by name with `unpack_state(states)` (an `AttentionRNNState`) or
+    State layout (a flat list): the previous output (what a masked decoder
+    step repeats: Keras's RNN on JAX reads it from the first state), the
+    wrapped cell's states, then `a_{t-1}` `(B, attention_size)`, `w_{t-1}`
+    (the attention weights of the previous step), and the memory: projected
+    keys, projected values and the memory mask as 0/1 floats `(B, Tv)`. The
+    memory parts never change over time. Read it by name with
+    `unpack_state(states)` (an `AttentionRNNState`) or
     `attention_weights(states)`, and write it with `pack_state(state)`;
     do not index the list.
+
+    Decoder masks: a masked step (padding in the decoder inputs, the Keras
+    mask of `Embedding(mask_zero=True)` or `mask=`) keeps the state and
+    repeats the previous output, on every backend, as any Keras RNN does.
 
     Args:
         cell: a Keras RNN cell (`GRUCell`, `LSTMCell`, ...).
@@ -115,6 +130,7 @@ class AttentionRNNCell(keras.layers.Layer):
         attention_layer_size = self.attention_layer_size
         self.return_attention_weights = bool(return_attention_weights)
         self._memory_shapes = None
+        self._state_dims = None
         self.attention_dense = None
         if attention_layer_size:
             self.attention_dense = keras.layers.Dense(
@@ -153,9 +169,10 @@ class AttentionRNNCell(keras.layers.Layer):
     @property
     def state_size(self):
         if self._memory_shapes is None:  # sizes for counting before the memory is known
-            return [*self._cell_state_sizes, 1, 1, 1, 1, 1]
-        memory = [1, 1, 1]  # rank > 2 tensors; see the class docstring
-        return [*self._cell_state_sizes, self._attention_size, self._weights_size() or 1, *memory]
+            return [1, *self._cell_state_sizes, 1, 1, 1, 1, 1]
+        memory = [1, 1, 1]  # (B, n) flattened memory; see the class docstring
+        sizes = [*self._cell_state_sizes, self._attention_size, self._weights_size() or 1, *memory]
+        return [self.output_size, *sizes]
 
     @property
     def output_size(self):
@@ -225,14 +242,16 @@ class AttentionRNNCell(keras.layers.Layer):
         weights = per_key
         if hasattr(self.attention, "num_heads"):
             weights = ops.repeat(per_key[:, None], self.attention.num_heads, axis=1)  # (B, H, Tv)
-        return [
-            *cell_state,
-            ops.repeat(per_row, self._attention_size, axis=1),
-            weights,
-            key_features,
-            value_features,
-            ops.cast(value_mask, self.compute_dtype),
-        ]
+        state = AttentionRNNState(
+            cell_states=cell_state,
+            attention=ops.repeat(per_row, self._attention_size, axis=1),
+            weights=weights,
+            keys=key_features,
+            values=value_features,
+            mask=value_mask,
+            output=ops.repeat(per_row, self.output_size, axis=1),
+        )
+        return self.pack_state(state)
 
     def unpack_state(self, states):
         """The flat state list of this cell as an `AttentionRNNState`.
@@ -242,15 +261,18 @@ class AttentionRNNCell(keras.layers.Layer):
         """
         states = list(states)
         count = len(self._cell_state_sizes)
-        if len(states) != count + 5:
+        if len(states) != count + 6:
             raise ValueError(
-                f"AttentionRNNCell: expected {count + 5} states ({count} of the wrapped "
-                f"cell, then attention, weights, keys, values, mask). "
-                f"Received: {len(states)} states"
+                f"AttentionRNNCell: expected {count + 6} states (the previous output, "
+                f"{count} of the wrapped cell, then attention, weights, keys, values, "
+                f"mask). Received: {len(states)} states"
             )
-        attention, weights, keys, values, mask = states[count:]
+        output, cell_states = states[0], states[1 : count + 1]
+        attention, weights, keys, values, mask = states[count + 1 :]
+        keys, values = self._restore(keys, "keys"), self._restore(values, "values")
+        weights = self._restore(weights, "weights")
         return AttentionRNNState(
-            states[:count], attention, weights, keys, values, ops.greater(mask, 0.5)
+            cell_states, attention, weights, keys, values, ops.greater(mask, 0.5), output
         )
 
     def pack_state(self, state):
@@ -264,7 +286,26 @@ class AttentionRNNCell(keras.layers.Layer):
         if not isinstance(cell_states, (list, tuple)):
             cell_states = [cell_states]
         mask = ops.cast(state.mask, self.compute_dtype)
-        return [*cell_states, state.attention, state.weights, state.keys, state.values, mask]
+        output = state.output
+        if output is None:
+            output = ops.zeros((ops.shape(state.attention)[0], self.output_size), mask.dtype)
+        # Every state is carried as (B, n): Keras's RNN on JAX masks a step
+        # with a (B, 1) `where`, which does not broadcast against rank-3 or
+        # rank-4 states (keys, values, multi-head weights).
+        self._state_dims = {
+            "keys": (tuple(state.keys.shape[1:-2]), tuple(state.keys.shape[-1:])),
+            "values": (tuple(state.values.shape[1:-2]), tuple(state.values.shape[-1:])),
+            "weights": (tuple(state.weights.shape[1:-1]), ()),
+        }
+        memory = [_flatten(state.keys), _flatten(state.values), mask]
+        return [output, *cell_states, state.attention, _flatten(state.weights), *memory]
+
+    def _restore(self, flat, name):
+        """A `(B, n)` state back to its `(B, [H,] Tv[, d])` shape."""
+        lead, last = self._state_dims[name]
+        if not lead and not last:
+            return flat
+        return ops.reshape(flat, (ops.shape(flat)[0], *lead, -1, *last))
 
     def attention_weights(self, states):
         """The last step's attention weights `(B, Tv)` or `(B, H, Tv)` of a state list."""
@@ -282,8 +323,10 @@ class AttentionRNNCell(keras.layers.Layer):
         count = len(self._cell_state_sizes)
         # The layout of `pack_state`, read in place: `unpack_state`'s cast of
         # the mask would cost a comparison per step for nothing.
-        cell_states, previous_attention = list(states[:count]), states[count]
-        key_features, value_features, memory_mask = states[count + 2 :]
+        cell_states, previous_attention = list(states[1 : count + 1]), states[count + 1]
+        flat_keys, flat_values, memory_mask = states[count + 3 :]
+        key_features = self._restore(flat_keys, "keys")
+        value_features = self._restore(flat_values, "values")
         cell_input = ops.concatenate([inputs, ops.cast(previous_attention, inputs.dtype)], -1)
         cell_output, new_cell_states = self.cell(cell_input, cell_states, training=training)
         if not isinstance(new_cell_states, (list, tuple)):
@@ -302,15 +345,17 @@ class AttentionRNNCell(keras.layers.Layer):
         outputs = [cell_output, attention]
         if self.return_attention_weights:
             outputs.append(ops.reshape(weights, (ops.shape(weights)[0], -1)))  # (B, [H*]Tv)
+        output = ops.concatenate(outputs, -1)
         new_states = [
+            output,
             *new_cell_states,
             attention,
-            weights,
-            key_features,
-            value_features,
+            _flatten(weights),
+            flat_keys,
+            flat_values,
             memory_mask,
         ]
-        return ops.concatenate(outputs, -1), new_states
+        return output, new_states
 
     def get_config(self):
         config = super().get_config()
