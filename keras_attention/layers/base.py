@@ -251,7 +251,9 @@ class BaseAttention(keras.layers.Layer):
         if single_step:  # (B, [H,] 1, ·) -> (B, [H,] ·)
             context = ops.squeeze(context, -2)
             weights = None if weights is None else ops.squeeze(weights, -2)
-        context = self._merge(context)
+        # In the layer's compute dtype on every backend (a float64 Dense on
+        # torch returns float32, `scores.matmul`).
+        context = ops.cast(self._merge(context), self.compute_dtype)
         if return_attention_scores:
             return context, weights
         return context
@@ -308,6 +310,46 @@ class BaseAttention(keras.layers.Layer):
 
     def _validate_features(self, query, key, value):
         """Subclasses check feature sizes their score needs."""
+
+    # --------------------------------------------------------------- shapes
+    def _output_features(self, query_shape, value_shape):
+        """Features of the context: the value's (multi-head: its output's)."""
+        return value_shape[-1]
+
+    def compute_output_shape(self, query_shape, value_shape=None, key_shape=None):
+        value_shape = query_shape if value_shape is None else value_shape
+        return (*query_shape[:-1], self._output_features(query_shape, value_shape))
+
+    def compute_output_spec(
+        self,
+        query,
+        value=None,
+        key=None,
+        query_mask=None,
+        value_mask=None,
+        attention_mask=None,
+        use_causal_mask=False,
+        return_attention_scores=False,
+        training=None,
+        mask=None,
+    ):
+        # From the shapes alone, after the checks `call` makes: symbolic calls
+        # (Functional models, Sequential without data) never trace the math.
+        query_mask = mask if query_mask is None else query_mask
+        if value is None:
+            value, value_mask = query, query_mask if value_mask is None else value_mask
+        key = value if key is None else key
+        validation.check_call(
+            self._owner, query, value, key, query_mask, value_mask, attention_mask
+        )
+        self._validate_features(query, key, value)
+        shape = self.compute_output_shape(query.shape, value.shape, key.shape)
+        context = keras.KerasTensor(shape, dtype=self.compute_dtype)
+        if not return_attention_scores:
+            return context
+        heads = (self.num_heads,) if self._has_heads else ()
+        weights_shape = (query.shape[0], *heads, *query.shape[1:-1], value.shape[1])
+        return context, keras.KerasTensor(weights_shape, dtype=self.compute_dtype)
 
     def _fail(self, argument, expected, received):
         raise ValueError(

@@ -154,6 +154,9 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         output_dim = self.output_dim or query_shape[-1]
         self.output_dense = self._dense(output_dim, "output", bias, h * dv)
 
+    def _output_features(self, query_shape, value_shape):
+        return self.output_dim or query_shape[-1]
+
     def _split_heads(self, x, heads):
         size = x.shape[-1] // heads
         x = ops.reshape(x, (*ops.shape(x)[:-1], heads, size))  # (B, T, heads, d)
