@@ -27,6 +27,7 @@ from keras_attention.masks import zero_masked
 from keras_attention.scores import AdditiveScore
 from keras_attention.scores import DotScore
 from keras_attention.scores import add_bias
+from keras_attention.scores import matmul
 
 PROBABILITY_FNS = ("softmax", "sparsemax", "hardmax")
 
@@ -149,7 +150,7 @@ def attention_weights(logits, mask=None, probability_fn: str = "softmax"):
 # ----------------------------------------------------------------------------
 def weighted_sum(weights, value):
     """`(..., Tq, Tv) x (..., Tv, dv) -> (..., Tq, dv)` context, `weights @ value`."""
-    return ops.matmul(ops.cast(weights, value.dtype), value)
+    return matmul(ops.cast(weights, value.dtype), value)
 
 
 def scaled_dot_product_attention(

@@ -37,6 +37,22 @@ def _static(dim) -> int | None:
     return dim if isinstance(dim, int) else None
 
 
+def matmul(x1, x2):
+    """`ops.matmul` in the inputs' own precision, on every backend.
+
+    Keras 3.15's torch `matmul` computes two float64 tensors in float32 (its
+    dtype rule gives float32 there, and a float64 `Dense` without bias returns
+    float32); `einsum` keeps float64, so a float64 layer computes and returns
+    float64 on PyTorch as on TensorFlow.
+    """
+    if keras.backend.backend() == "torch":
+        dtypes = {keras.backend.standardize_dtype(x.dtype) for x in (x1, x2)}
+        if "float64" in dtypes:
+            x1, x2 = ops.cast(x1, "float64"), ops.cast(x2, "float64")
+            return ops.einsum("...ij,...jk->...ik", x1, x2)
+    return ops.matmul(x1, x2)
+
+
 class DotScore:
     """`scale · q kᵀ`, `(..., Tq, dk) x (..., Tv, dk) -> (..., Tq, Tv)`.
 
@@ -68,7 +84,7 @@ class DotScore:
 
     def logits(self, query, key):
         """Logits of a prepared query; float32 when restored from float16."""
-        logits = ops.matmul(query, ops.swapaxes(key, -1, -2))  # (..., Tq, Tv)
+        logits = matmul(query, ops.swapaxes(key, -1, -2))  # (..., Tq, Tv)
         factor = self._logit_factor(query)
         if factor != 1.0:
             logits = ops.cast(logits, "float32") * factor
@@ -89,7 +105,7 @@ class DotScore:
         """float32 `(d_query, d_key, d_params)` of a `(B, H, R, C)` tile, unprepared query."""
         del cache
         d_logits = ops.cast(d_logits * self._logit_factor(query), query.dtype)
-        d_query = ops.matmul(d_logits, key)  # (B, H, R, dk)
+        d_query = matmul(d_logits, key)  # (B, H, R, dk)
         d_key = ops.einsum("bhqk,bhqd->bhkd", d_logits, query)  # (B, H, C, dk)
         d_query = ops.cast(d_query, "float32") * self._query_factor(query)
         return d_query, ops.cast(d_key, "float32"), ()
@@ -124,7 +140,7 @@ class AdditiveScore:
         `AttentionRNNCell` under `jit_compile=True`).
         """
         units = ops.shape(vector)[0]
-        logits = ops.matmul(ops.reshape(hidden, (-1, units)), ops.expand_dims(vector, -1))
+        logits = matmul(ops.reshape(hidden, (-1, units)), ops.expand_dims(vector, -1))
         return ops.reshape(logits, ops.shape(hidden)[:-1])  # (..., Tq, Tv)
 
     def logits(self, query, key, vector):
@@ -167,7 +183,7 @@ def add_bias(x, bias):
     """
     rows = ops.reshape(x, (-1, ops.shape(bias)[0]))  # (N, U)
     ones = ops.ones_like(rows[:, :1])  # (N, 1)
-    return x + ops.reshape(ops.matmul(ones, ops.expand_dims(bias, 0)), ops.shape(x))
+    return x + ops.reshape(matmul(ones, ops.expand_dims(bias, 0)), ops.shape(x))
 
 
 def append_feature(x, column):

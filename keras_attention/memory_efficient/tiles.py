@@ -18,6 +18,7 @@ from keras import ops
 
 from keras_attention import masks as masks_lib
 from keras_attention.scores import append_feature
+from keras_attention.scores import matmul
 
 
 def _floor_div(x, y: int):
@@ -153,7 +154,7 @@ class Tiles:
                 multiplier = self.dropout.multiplier(i * plan.bq, j * plan.bk)
                 dropped = weights if multiplier is None else weights * multiplier
                 v_tile = self._cols(value, j)
-                partial = ops.matmul(ops.cast(dropped, v_tile.dtype), v_tile)  # (B, H, bq, dv)
+                partial = matmul(ops.cast(dropped, v_tile.dtype), v_tile)  # (B, H, bq, dv)
                 decay = ops.exp(running_max - new_max)  # (B, H, bq)
                 total = decay * total + ops.sum(weights, axis=-1)
                 acc = decay[..., None] * acc + ops.cast(partial, "float32")
