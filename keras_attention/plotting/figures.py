@@ -73,10 +73,18 @@ def _new_figure(width: float, height: float):
 
 
 def _draw_heatmap(ax, matrix: np.ndarray, source: list, target: list, sizing: _Sizing, style: dict):
-    """Draws one `(Tq, Tv)` heat-map with token tick labels; returns the image."""
+    """Draws one `(Tq, Tv)` heat-map with token tick labels; returns the image.
+
+    Non-finite weights (NaN, a sign of a broken model) are drawn as empty,
+    hatched cells, outside the color scale.
+    """
+    import matplotlib  # noqa: PLC0415  (lazy, like every matplotlib import here)
+    from matplotlib.patches import Rectangle  # noqa: PLC0415
+
+    cmap = matplotlib.colormaps.get_cmap(style["cmap"]).with_extremes(bad="white")
     image = ax.imshow(
-        matrix,
-        cmap=style["cmap"],
+        np.ma.masked_invalid(matrix),
+        cmap=cmap,
         vmin=style["vmin"],
         vmax=style["vmax"],
         aspect="auto",
@@ -87,6 +95,10 @@ def _draw_heatmap(ax, matrix: np.ndarray, source: list, target: list, sizing: _S
     ax.tick_params(length=0)
     ax.set_xlabel("source", fontsize=sizing.fontsize + 1)
     ax.set_ylabel("target", fontsize=sizing.fontsize + 1)
+    for row, col in zip(*np.nonzero(~np.isfinite(matrix))):
+        ax.add_patch(
+            Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, hatch="xx", edgecolor="0.55", lw=0)
+        )
     if style["annotate"]:
         _annotate(ax, image, matrix, sizing)
     return image
@@ -96,6 +108,9 @@ def _annotate(ax, image, matrix: np.ndarray, sizing: _Sizing) -> None:
     """Writes each weight in its cell, dark on bright cells and light on dark."""
     fontsize = max(3.0, min(sizing.fontsize, sizing.cell * 72 / 2.6))
     for (row, col), value in np.ndenumerate(matrix):
+        if not np.isfinite(value):
+            ax.text(col, row, "NaN", ha="center", va="center", fontsize=fontsize, color="0.3")
+            continue
         red, green, blue, _ = image.cmap(image.norm(value))
         luminance = 0.299 * red + 0.587 * green + 0.114 * blue
         ax.text(
@@ -112,12 +127,14 @@ def _annotate(ax, image, matrix: np.ndarray, sizing: _Sizing) -> None:
 def _style(
     cmap: Any, vmin: float | None, vmax: float | None, annotate: bool, data: np.ndarray
 ) -> dict:
-    """Drawing options with the color scale fixed over all of `data`."""
+    """Drawing options with the color scale fixed over the finite weights of `data`."""
+    finite = data[np.isfinite(data)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     return dict(
         cmap=cmap,
         annotate=annotate,
-        vmin=float(data.min()) if vmin is None else vmin,
-        vmax=float(data.max()) if vmax is None else vmax,
+        vmin=low if vmin is None else vmin,
+        vmax=high if vmax is None else vmax,
     )
 
 
@@ -161,6 +178,8 @@ def plot_attention(
         cmap: matplotlib colormap; brightness grows with weight in the default.
         vmin: lower end of the color scale (default: the smallest weight).
         vmax: upper end of the color scale (default: the largest weight).
+            Non-finite weights (NaN) are left out of the scale and drawn as
+            hatched empty cells (marked "NaN" with `annotate`).
         colorbar: add a colorbar next to the heat-map.
         title: optional Axes title.
 

@@ -41,9 +41,15 @@ def _head_options(weights: np.ndarray) -> list:
     return options
 
 
+def _finite_or_null(matrix: np.ndarray) -> list:
+    """Rows of weights rounded to 6 digits, with None (JSON null) for non-finite ones."""
+    rounded = np.round(matrix.astype("float64"), 6)
+    return [[float(w) if np.isfinite(w) else None for w in row] for row in rounded]
+
+
 def _json_for_script(value: Any) -> str:
-    """JSON that cannot close its <script> element."""
-    text = json.dumps(value)
+    """Strict JSON (no NaN or Infinity) that cannot close its <script> element."""
+    text = json.dumps(value, allow_nan=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
@@ -90,9 +96,9 @@ def _matrix_table(source: list, target: list) -> str:
 
 def _page(data: Alignment, title: str) -> str:
     options = _head_options(data.weights)
-    heads = [
-        {"name": name, "weights": np.round(m.astype("float64"), 6).tolist()} for name, m in options
-    ]
+    # Non-finite weights (NaN) become JSON null, drawn as marked empty cells:
+    # `json.dumps` would write `NaN`, which `JSON.parse` rejects.
+    heads = [{"name": name, "weights": _finite_or_null(m)} for name, m in options]
     payload = {"source": data.source_tokens, "target": data.target_tokens, "heads": heads}
     return string.Template(_asset("page.html")).substitute(
         title=html.escape(title),

@@ -13,10 +13,19 @@
   function matrix() { return data.heads[select ? select.selectedIndex : 0].weights; }
   function scale(m) {
     var top = 0;
-    m.forEach(function (r) { r.forEach(function (w) { top = Math.max(top, w); }); });
+    m.forEach(function (r) {
+      r.forEach(function (w) { if (w !== null) { top = Math.max(top, w); } });
+    });
     return top > 0 ? top : 1;
   }
   function shade(el, w, top) {
+    // null: a non-finite weight (NaN), drawn as a marked empty cell.
+    el.classList.toggle("ka-nan", w === null);
+    if (w === null) {
+      el.style.backgroundColor = ""; el.style.color = "";
+      el.setAttribute("data-weight", "NaN");
+      return;
+    }
     var a = Math.max(0, Math.min(1, w / top));
     el.style.backgroundColor = "rgba(31, 119, 180, " + a.toFixed(4) + ")";
     el.style.color = a > 0.6 ? "#fff" : "";
