@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+import keras
 from keras import ops
 
 from keras_attention import validation
@@ -66,10 +67,12 @@ def additive_scores(query, key, v, bias=None):
 
 
 # ----------------------------------------------------------------------------
-# Normalizers. All run in float32 and return float32.
+# Normalizers. All run in float32 (float64 for float64 logits) and return
+# that dtype.
 # ----------------------------------------------------------------------------
 def _prepare_logits(logits, mask):
-    logits = ops.cast(logits, "float32")
+    wide = keras.backend.standardize_dtype(logits.dtype) == "float64"
+    logits = ops.cast(logits, "float64" if wide else "float32")
     if mask is None:
         return logits, None
     mask = ops.cast(mask, "bool")
@@ -101,7 +104,7 @@ def masked_sparsemax(logits, mask=None):
     sorted_desc = ops.flip(ops.sort(logits, axis=-1), axis=-1)  # (..., T)
     cumulative = ops.cumsum(sorted_desc, axis=-1)  # (..., T)
     size = ops.shape(logits)[-1]
-    k = ops.arange(1, size + 1, dtype="float32")  # (T,)
+    k = ops.arange(1, size + 1, dtype=logits.dtype)  # (T,)
     # k = 1 always belongs to the support; saying so keeps tau finite even
     # when float32 rounding hides it (rows of large-negative fill).
     in_support = ops.logical_or(1.0 + k * sorted_desc > cumulative, k == 1.0)
@@ -122,7 +125,7 @@ def masked_hardmax(logits, mask=None):
     size = ops.shape(prepared)[-1]
     best = ops.cast(ops.argmax(prepared, axis=-1), "int32")[..., None]  # (..., 1)
     positions = ops.arange(size, dtype="int32")  # (T,)
-    hard = ops.cast(ops.equal(positions, best), "float32")  # (..., T)
+    hard = ops.cast(ops.equal(positions, best), prepared.dtype)  # (..., T)
     hard = zero_masked(hard, mask)
     # `soft - stop_gradient(soft)` is exactly 0 in the forward pass.
     return hard + (soft - ops.stop_gradient(soft))
@@ -138,7 +141,8 @@ _NORMALIZERS = {
 def attention_weights(logits, mask=None, probability_fn: str = "softmax"):
     """Turn logits into attention weights with the named masked normalizer.
 
-    Returns float32 weights of the logits' shape; see `masked_softmax`,
+    Returns float32 weights (float64 for float64 logits) of the logits'
+    shape; see `masked_softmax`,
     `masked_sparsemax`, `masked_hardmax`.
     """
     validation.choice("attention_weights", "probability_fn", probability_fn, PROBABILITY_FNS)

@@ -80,7 +80,9 @@ class DotScore:
     def prepare(self, query):
         """The query with the scale (and the float16 guard) folded in."""
         factor = self._query_factor(query)
-        return query if factor == 1.0 else query * ops.cast(factor, query.dtype)
+        # `convert_to_tensor(.., dtype)`, not `cast`: a cast would round the
+        # factor through float32 first (float64 layers lose their precision).
+        return query if factor == 1.0 else query * ops.convert_to_tensor(factor, query.dtype)
 
     def logits(self, query, key):
         """Logits of a prepared query; float32 when restored from float16."""

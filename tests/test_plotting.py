@@ -278,3 +278,29 @@ def test_missing_matplotlib_names_the_extra(monkeypatch):
         with pytest.raises(ImportError, match=r'pip install "keras-attention\[plot\]"'):
             plot(weights, SOURCE, TARGET, **kwargs)
     np.testing.assert_allclose(reduce_heads(weights, 0), weights[0])  # no plot needed
+
+
+# ---------------------------------------------------------------------------
+# Non-finite weights (a broken model): a meaningful map, NaN cells marked
+# ---------------------------------------------------------------------------
+def test_nan_weights_keep_the_color_scale_and_are_marked():
+    weights = np.array([[0.9, 0.1, np.nan], [0.2, 0.8, 0.0]], "float32")
+    ax = plot_attention(weights, ["a", "b", "c"], ["x", "y"], annotate=True)
+    image = ax.images[0]
+    assert (image.norm.vmin, image.norm.vmax) == pytest.approx((0.0, 0.9))
+    # 0.9 and 0.1 are told apart (with NaN limits both got one color).
+    assert image.cmap(image.norm(0.9)) != image.cmap(image.norm(0.1))
+    assert image.get_array().mask[0, 2] and not image.get_array().mask[0, 0]
+    hatched = [p for p in ax.patches if p.get_hatch()]
+    assert [(p.get_x(), p.get_y()) for p in hatched] == [(1.5, -0.5)]
+    texts = {
+        (round(t.get_position()[0]), round(t.get_position()[1])): t.get_text() for t in ax.texts
+    }
+    assert texts[(2, 0)] == "NaN" and texts[(0, 0)] == "0.90"
+
+
+def test_all_nan_weights_still_draw():
+    figure = plot_heads(np.full((2, 2, 3), np.nan, "float32"), ["a", "b", "c"], ["x", "y"])
+    panels = [ax for ax in figure.axes if ax.images]
+    assert len(panels) == 2
+    assert all(np.all(ax.images[0].get_array().mask) for ax in panels)

@@ -51,6 +51,27 @@ def page(tmp_path):
 # ---------------------------------------------------------------------------
 # File contents (no browser needed)
 # ---------------------------------------------------------------------------
+def _payload(text):
+    """The page's JSON, parsed as strictly as a browser's `JSON.parse`."""
+    import json
+
+    def reject(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    raw = re.search(r'id="ka-data"[^>]*>(.*?)</script>', text, re.S).group(1)
+    return json.loads(raw, parse_constant=reject)
+
+
+def test_nan_weights_give_strict_json_with_null_cells(page):
+    weights = separated_weights(2, 5, 7)
+    weights[0, 1, 3] = np.nan
+    _, text = page(weights)
+    heads = _payload(text)["heads"]
+    assert heads[0]["weights"][1][3] is None
+    assert heads[0]["weights"][1][2] == pytest.approx(float(weights[0, 1, 2]), abs=1e-6)
+    assert heads[1]["weights"][0][0] is not None  # head 1 is untouched
+
+
 def test_page_is_self_contained(page):
     path, text = page(separated_weights(3, 5, 7))
     assert path.name == "attention.html"
@@ -251,3 +272,25 @@ def test_page_shows_raw_tokens_and_trims_padding(browser, page):
     hover(browser, by_id(browser, "ka-target-3"))
     trimmed = weights[1, :4, :6]
     assert_highlight_follows(trimmed[3], *source_state(browser, 6), trimmed)
+
+
+@pytest.mark.browser
+def test_nan_cells_are_drawn_as_marked_empty_cells(browser, page):
+    from selenium.webdriver.common.by import By
+
+    weights = separated_weights(5, 7)
+    weights[2, 4] = np.nan
+    path, _ = page(weights)
+    open_page(browser, path)
+    cells = {
+        (int(c.get_attribute("data-row")), int(c.get_attribute("data-col"))): c
+        for c in browser.find_elements(By.CSS_SELECTOR, ".ka-cell")
+    }
+    nan_cell = cells[(2, 4)]
+    assert "ka-nan" in nan_cell.get_attribute("class")
+    assert nan_cell.get_attribute("data-weight") == "NaN"
+    assert alpha(nan_cell) == 0.0
+    assert alpha(cells[(2, 3)]) > 0.0  # the rest of the page still works
+    hover(browser, by_id(browser, "ka-target-2"))
+    assert by_id(browser, "ka-source-4").get_attribute("data-weight") == "NaN"
+    assert float(by_id(browser, "ka-source-3").get_attribute("data-weight")) > 0
