@@ -44,14 +44,16 @@ def source_files(package):
 
 
 def build(*args, outdir):
-    """`python -m build` without isolation (the test environment has setuptools)."""
-    subprocess.run(
+    """`python -m build` without isolation (the test extra has setuptools); returns `outdir`."""
+    result = subprocess.run(
         [sys.executable, "-m", "build", "--no-isolation", "--quiet", "--outdir", str(outdir)]
         + [str(arg) for arg in args],
-        check=True,
+        cwd=outdir.parent,
         capture_output=True,
+        text=True,
         timeout=300,
     )
+    assert result.returncode == 0, result.stdout + result.stderr
     return outdir
 
 
