@@ -1,15 +1,14 @@
-"""The plotting package as users get it: lazy matplotlib, and assets shipped in the wheel."""
+"""The plotting package as users get it: lazy matplotlib, and the page built from its assets.
+
+tests/test_distribution.py checks that the wheel ships the assets and that an installed
+wheel writes the page from them.
+"""
 
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import textwrap
-import zipfile
-
-import keras
-import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "keras_attention"
@@ -31,15 +30,6 @@ def run_python(code, cwd, pythonpath, backend=None):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return result.stdout
-
-
-def source_files(package):
-    """Paths (relative to the package's parent) of the files a wheel should hold."""
-    return sorted(
-        path.relative_to(package.parent).as_posix()
-        for path in package.rglob("*")
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
-    )
 
 
 def test_package_imports_without_matplotlib(tmp_path):
@@ -76,76 +66,3 @@ def test_assets_are_real_files_used_by_the_page(tmp_path):
     page = path.read_text(encoding="utf-8")
     for name in ("attention.css", "attention.js"):
         assert (ASSETS / name).read_text(encoding="utf-8") in page
-
-
-@pytest.mark.skipif(
-    keras.backend.backend() != "tensorflow",
-    reason="packaging does not depend on the backend; runs once, under KERAS_BACKEND=tensorflow",
-)
-def test_wheel_ships_the_plotting_assets(tmp_path):
-    tree = tmp_path / "tree"  # a clean copy: no stale build/ of the source tree
-    shutil.copytree(
-        PACKAGE, tree / "keras_attention", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
-    )
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        shutil.copy(ROOT / name, tree / name)
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "--quiet",
-            "-w",
-            str(tmp_path / "dist"),
-            str(tree),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    (wheel,) = (tmp_path / "dist").glob("keras_attention-*.whl")
-    with zipfile.ZipFile(wheel) as archive:
-        shipped = sorted(n for n in archive.namelist() if n.startswith("keras_attention/"))
-    assert shipped == source_files(PACKAGE)  # every module, asset and py.typed
-    assert "keras_attention/plotting/assets/attention.js" in shipped
-
-    target = tmp_path / "site"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--no-deps",
-            "--quiet",
-            "--target",
-            str(target),
-            str(wheel),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    out = run_python(
-        f"""
-        import pathlib, sys
-        sys.path.insert(0, {str(target)!r})
-        import keras_attention
-        print(keras_attention.__file__)
-        page = keras_attention.save_attention_html(
-            [[[0.9, 0.1]], [[0.2, 0.8]]], ["le", "chat"], ["cat"], "page.html")
-        print(page.resolve())
-    """,
-        cwd=tmp_path,
-        pythonpath="",
-        backend="numpy",
-    )
-    file, page = out.strip().splitlines()[-2:]
-    assert pathlib.Path(file).is_relative_to(target)
-    text = pathlib.Path(page).read_text(encoding="utf-8")
-    for name in ("attention.css", "attention.js"):
-        assert (ASSETS / name).read_text(encoding="utf-8") in text
-    assert 'id="ka-head"' in text and "ka-cell-0-1" in text
