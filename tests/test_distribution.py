@@ -179,16 +179,6 @@ OLD_INSTALL = re.compile(
 )
 FOREIGN_URL = re.compile(r"github\.com/keras-attention|keras-attention\.github\.io")
 TEXT_SUFFIXES = {".md", ".py", ".toml", ".yml", ".yaml", ".cfg", ".txt", ".in", ".html", ".js"}
-# Files this change does not own that still name the old distribution: the plotting
-# error message and the two tests that check its text. Remove an entry when its file is
-# fixed (the test says so).
-PENDING = {
-    "keras_attention/plotting/figures.py",
-    "tests/test_plotting.py",
-    "tests/test_plotting_package.py",
-}
-
-
 def repository_text_files():
     ignore = shutil.ignore_patterns(*NOT_SOURCE)
     for folder, dirs, files in os.walk(ROOT):
@@ -206,5 +196,4 @@ def test_nothing_tells_a_user_to_install_another_package():
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if OLD_INSTALL.search(line) or FOREIGN_URL.search(line):
                 offenders.setdefault(path.relative_to(ROOT).as_posix(), []).append(number)
-    assert {k: v for k, v in offenders.items() if k not in PENDING} == {}
-    assert PENDING <= offenders.keys(), f"fixed, remove from PENDING: {PENDING - offenders.keys()}"
+    assert offenders == {}

@@ -275,7 +275,7 @@ def test_missing_matplotlib_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     weights = distinct_weights(2, 5, 7)
     for plot, kwargs in ((plot_attention, {"head": 0}), (plot_heads, {})):
-        with pytest.raises(ImportError, match=r'pip install "keras-attention\[plot\]"'):
+        with pytest.raises(ImportError, match=r'pip install "keras-attention-layers\[plot\]"'):
             plot(weights, SOURCE, TARGET, **kwargs)
     np.testing.assert_allclose(reduce_heads(weights, 0), weights[0])  # no plot needed
 

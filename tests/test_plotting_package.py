@@ -55,7 +55,7 @@ def test_package_imports_without_matplotlib(tmp_path):
     assert pathlib.Path(file).is_relative_to(PACKAGE)
     assert (
         error == "plot_attention needs matplotlib. Install the plotting extra: "
-        'pip install "keras-attention[plot]"'
+        'pip install "keras-attention-layers[plot]"'
     )
 
 

@@ -18,7 +18,7 @@ from keras_attention.plotting._inputs import HeadSpec
 from keras_attention.plotting._inputs import Padding
 from keras_attention.plotting._inputs import prepare
 
-_INSTALL_HINT = 'pip install "keras-attention[plot]"'
+_INSTALL_HINT = 'pip install "keras-attention-layers[plot]"'
 
 
 def _require_matplotlib(caller: str):
