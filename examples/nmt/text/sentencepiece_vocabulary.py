@@ -2,13 +2,13 @@
 
 ``SentencePieceVocabulary.train`` learns a unigram, BPE or character model
 from the training text only, case kept, NFKC-normalized by
-``vocabulary.normalize``; the model is a byte string, saved as
+``examples.nmt.text.normalization.normalize``; the model is a byte string, saved as
 ``{side}_sentencepiece.model`` in a run's folder. Encoding and decoding are
 ``tensorflow_text.SentencepieceTokenizer`` ops, so a SavedModel holding the
 vocabulary tokenizes and detokenizes by itself, exactly as training did:
 ``"Let's go."`` -> ``["▁Let", "'", "s", "▁go", "."]`` -> ``"Let's go."``.
 
-Ids follow ``examples.nmt.vocabulary``: the model's pad, unknown, begin and
+Ids follow ``examples.nmt.text.special``: the model's pad, unknown, begin and
 end pieces are ``[PAD]`` = 0, ``[UNK]`` = 1, ``[START]`` = 2, ``[END]`` = 3.
 A ``"char"`` model has no word-boundary piece (``add_dummy_prefix`` off), so
 ``"1998-05-09"`` is ten pieces, one a character.
@@ -25,13 +25,13 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
 
-from examples.nmt.vocabulary import END_ID
-from examples.nmt.vocabulary import PAD_ID
-from examples.nmt.vocabulary import RESERVED
-from examples.nmt.vocabulary import START_ID
-from examples.nmt.vocabulary import UNK_ID
-from examples.nmt.vocabulary import content_mask
-from examples.nmt.vocabulary import normalize
+from examples.nmt.text.normalization import normalize
+from examples.nmt.text.special import END_ID
+from examples.nmt.text.special import PAD_ID
+from examples.nmt.text.special import RESERVED
+from examples.nmt.text.special import START_ID
+from examples.nmt.text.special import UNK_ID
+from examples.nmt.text.special import content_mask
 
 MODEL_TYPES = ("unigram", "bpe", "char")
 # Sentences SentencePiece samples to learn from (Tatoeba fra-eng has ~200k).
@@ -65,7 +65,7 @@ class SentencePieceVocabulary(tf.Module):
 
     Args:
         model: the serialized SentencePiece model (``ModelProto`` bytes),
-            whose first four pieces are ``vocabulary.RESERVED``.
+            whose first four pieces are ``special.RESERVED``.
     """
 
     kind = "sentencepiece"
