@@ -1,4 +1,4 @@
-"""Parallel text for the NMT example: loading, vocabularies and batches.
+"""Where the parallel text comes from: TFDS, ``tsv:``, ``folder:`` and the date task.
 
 ``load_splits`` reads one of
 
@@ -8,9 +8,9 @@
   it must be prepared in the data dir, or ``download=True`` (``--download``)
   downloads and prepares it (``catalogue_builder``);
 * ``"date_normalization"`` (the default): generated locally, no download,
-  with gold alignments (see ``examples.nmt.date_normalization``);
+  with gold alignments (see ``examples.nmt.data.date_normalization``);
 * ``"tsv:PATH"``: a plain or zipped ``English<TAB>Other[<TAB>attribution]``
-  file (see ``examples.nmt.tsv``), split by a hash of the source sentence;
+  file (see ``examples.nmt.data.tsv``), split by a hash of the source sentence;
 * ``"folder:PATH"``: a ``tfds.folder_dataset.TranslateFolder`` layout
   (``LANG.SPLIT.txt`` files).
 
@@ -20,10 +20,7 @@ links, for the dates). Missing validation or test splits are carved from
 train by a hash of the normalized source (``split_by_hash``), so a source
 sentence never straddles two splits: test sources are unseen in training.
 
-This module is the data API of the example: it re-exports the vocabulary
-functions (``examples.nmt.vocabulary``) and ``make_batches``, which turns a
-split into ``((source_ids, target_in_ids), target_out_ids)`` batches
-(``examples.nmt.batching``).
+``python -m examples.nmt.data`` builds a dataset and prints a few examples.
 """
 
 from __future__ import annotations
@@ -35,24 +32,11 @@ from collections.abc import Sequence
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from examples.nmt import date_normalization
-from examples.nmt import runs
-from examples.nmt import tsv
-from examples.nmt import vocabulary
-from examples.nmt.batching import alignment_matrix  # noqa: F401  (re-exported)
-from examples.nmt.batching import encode_texts  # noqa: F401  (re-exported)
-from examples.nmt.batching import make_batches  # noqa: F401  (re-exported)
-from examples.nmt.batching import unbatch
-from examples.nmt.vocabulary import END_ID  # noqa: F401  (re-exported)
-from examples.nmt.vocabulary import PAD_ID  # noqa: F401  (re-exported)
-from examples.nmt.vocabulary import START_ID  # noqa: F401  (re-exported)
-from examples.nmt.vocabulary import TOKENIZERS  # noqa: F401  (re-exported)
-from examples.nmt.vocabulary import UNK_ID  # noqa: F401  (re-exported)
-from examples.nmt.vocabulary import Vocabularies  # noqa: F401  (re-exported)
-from examples.nmt.vocabulary import Vocabulary  # noqa: F401  (re-exported)
-from examples.nmt.vocabulary import build_vocabularies  # noqa: F401  (re-exported)
-from examples.nmt.vocabulary import standardize  # noqa: F401  (re-exported)
-from examples.nmt.vocabulary import tokenize  # noqa: F401  (re-exported)
+from examples.nmt import cli
+from examples.nmt.data import date_normalization
+from examples.nmt.data import tsv
+from examples.nmt.data.batching import unbatch
+from examples.nmt.text.normalization import normalize
 
 DEFAULT_DATASET = date_normalization.DateNormalization.name
 SPLITS = ("train", "validation", "test")
@@ -233,7 +217,7 @@ def complete_splits(splits: Splits, fraction: float) -> Splits:
 
 def _hash_bucket(source: tf.Tensor) -> tf.Tensor:
     """The bucket of the NFKC-normalized, case- and space-folded source sentence."""
-    key = tf.strings.lower(vocabulary.normalize(source), encoding="utf-8")
+    key = tf.strings.lower(normalize(source), encoding="utf-8")
     key = tf.strings.regex_replace(key, r"\s+", " ")
     return tf.strings.to_hash_bucket_fast(tf.strings.strip(key), _HASH_BUCKETS)
 
@@ -317,7 +301,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source-lang", help="source language key, where ambiguous")
     parser.add_argument("--target-lang", help="target language key, where ambiguous")
     parser.add_argument(
-        "--max-examples", type=runs.integer_at_least(1), help="keep this many examples a split"
+        "--max-examples", type=cli.integer_at_least(1), help="keep this many examples a split"
     )
     parser.add_argument(
         "--download",
@@ -347,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         splits = splits_from_args(args)
     except (OSError, ValueError) as error:
-        runs.fail(parser.prog, str(error))
+        cli.fail(parser.prog, str(error))
     for name, split in splits.items():
         print(f"{name}:")
         for example in split.take(args.show).as_numpy_iterator():

@@ -14,7 +14,7 @@ Conventions that keep every surface form unambiguous:
   ``00``-``49`` -> 20xx);
 * source tokens are the runs that ``tokenize`` finds (digits, letters, single
   punctuation marks) after lower-casing, the same tokens as
-  ``examples.nmt.vocabulary.standardize`` gives for ASCII text.
+  ``examples.nmt.text.normalization.standardize`` gives for ASCII text.
 """
 
 from __future__ import annotations

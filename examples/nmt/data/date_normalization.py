@@ -2,20 +2,20 @@
 
 Importing this module registers the builder, so ``tfds.load`` and
 ``tfds.builder("date_normalization")`` find it. The examples come from
-``examples.nmt.dates``; they are deterministic for a given config, and the
+``examples.nmt.data.dates``; they are deterministic for a given config, and the
 built dataset is cached under ``data_dir`` like any TFDS dataset.
 
 Features:
     source: the surface form, e.g. ``"Sat 9 May 1998"``.
     target: the ISO date, ``"1998-05-09"`` (ten tokens: one a character).
     alignment: int32 ``(L, 2)`` gold links ``(target_index, source_index)``;
-        source indices count the tokens of ``vocabulary.standardize(source)``.
+        source indices count the tokens of ``examples.nmt.text.normalization.standardize(source)``.
 
 Example:
 
 ```python
 import tensorflow_datasets as tfds
-from examples.nmt import date_normalization  # registers the builder
+from examples.nmt.data import date_normalization  # registers the builder
 
 train = tfds.load("date_normalization/small", split="train")
 ```
@@ -29,7 +29,7 @@ import numpy as np
 import tensorflow_datasets as tfds
 from etils import epath
 
-from examples.nmt import dates
+from examples.nmt.data import dates
 
 
 @dataclasses.dataclass

@@ -1,6 +1,6 @@
 """Encoded, bucketed, padded batches of parallel text for the NMT example.
 
-Ids follow ``examples.nmt.vocabulary``: 0 pads, so ``Embedding(mask_zero=True)``
+Ids follow ``examples.nmt.text.special``: 0 pads, so ``Embedding(mask_zero=True)``
 masks padding; ``[START]`` opens the decoder input and ``[END]`` closes the
 decoder target. The source has no special tokens, so the source indices of a
 gold alignment are the positions of ``source_ids``.
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from examples.nmt.vocabulary import END_ID
-from examples.nmt.vocabulary import PAD_ID
-from examples.nmt.vocabulary import START_ID
-from examples.nmt.vocabulary import Vocabularies
+from examples.nmt.text.special import END_ID
+from examples.nmt.text.special import PAD_ID
+from examples.nmt.text.special import START_ID
+from examples.nmt.text.vocabularies import Vocabularies
 
 _SHUFFLE_BUFFER = 20_000
 
@@ -146,3 +146,36 @@ def make_batches(
     else:
         batches = encoded.padded_batch(batch_size)
     return batches.map(_model_inputs).prefetch(tf.data.AUTOTUNE)
+
+
+def make_text_batches(
+    examples: tf.data.Dataset,
+    vocabularies: Vocabularies,
+    batch_size: int = 256,
+    *,
+    max_length: int = 64,
+    with_alignment: bool = False,
+) -> tf.data.Dataset:
+    """Batches of the raw strings ``{"source": (B,), "target": (B,)}``, in order.
+
+    What translation from text reads (``examples.nmt.evaluation``). With
+    ``with_alignment``, also ``"alignment"``: the float32 ``(B, Tt, Ts)`` gold
+    alignment of ``make_batches`` for the same ``max_length``.
+    """
+    if with_alignment and "alignment" not in examples.element_spec:
+        raise ValueError("Expected examples with an 'alignment'. Received none.")
+
+    def texts(batch: dict) -> dict:
+        kept = {"source": batch["source"], "target": batch["target"]}
+        if with_alignment:
+            kept.update(_encode_batch(batch, vocabularies, max_length, with_alignment=True))
+        return kept
+
+    def drop_ids(example: dict) -> dict:
+        example = _with_alignment_matrix(example)
+        return {key: example[key] for key in ("source", "target", "alignment")}
+
+    examples = unbatch(examples.ragged_batch(1024).map(texts, num_parallel_calls=tf.data.AUTOTUNE))
+    if with_alignment:
+        examples = examples.map(drop_ids, num_parallel_calls=tf.data.AUTOTUNE)
+    return examples.padded_batch(batch_size).prefetch(tf.data.AUTOTUNE)
