@@ -1,10 +1,11 @@
 """An encoder-decoder Transformer built from the package's layers.
 
 ``Transformer`` (built by ``build_transformer``) has the interface of the RNN
-``Seq2Seq`` model, so the training loop, the searches, the evaluation and the
-SavedModel take either: a Functional model ``(source_ids (B, Ts),
-target_in_ids (B, Tt)) -> logits (B, Tt, V)`` for teacher-forced training,
-and ``initial_state``/``step`` for decoding one token at a time.
+``Seq2Seq`` model (``examples.nmt.models.decoding``), so the training loop,
+the searches, the evaluation and the SavedModel take either: a Functional
+model ``(source_ids (B, Ts), target_in_ids (B, Tt)) -> logits (B, Tt, V)``
+for teacher-forced training, and ``initial_state``/``step`` for decoding one
+token at a time.
 
 The architecture is the pre-layer-norm Transformer (Vaswani et al., 2017,
 with the layer norm moved before each sub-layer as in Xiong et al., 2020,
@@ -38,8 +39,8 @@ import tensorflow as tf
 from keras import ops
 
 import keras_attention
-from examples.nmt.model import PAD_ID
-from examples.nmt.model import Memory
+from examples.nmt.models.decoding import Memory
+from examples.nmt.text.special import PAD_ID
 
 
 def _check_sizes(d_model: int, num_heads: int, layers: int, ff_dim: int) -> None:

@@ -19,27 +19,27 @@ max_length)`` encodes once and projects the memory once (``project_memory``),
 returning ``(state, memory)``; ``model.step(ids, state, memory, index)``
 returns the next logits, the new state and the attention weights ``(N, Ts)``
 (multi-head weights averaged over heads). The RNN needs neither the most
-steps nor the position; ``examples.nmt.transformer.Transformer`` has the same
-interface and uses both for its key/value caches. ``step_fn(model)`` adapts
-it to the searches of ``examples.nmt.decoding``.
+steps nor the position; ``examples.nmt.models.transformer.Transformer`` has the
+same interface (``examples.nmt.models.decoding``) and uses both for its
+key/value caches.
 """
 
 from __future__ import annotations
 
 from typing import Any
-from typing import NamedTuple
 
 import keras
 import tensorflow as tf
 from keras import ops
 
 import keras_attention
+from examples.nmt.models.decoding import Memory
+from examples.nmt.text.special import PAD_ID
 from keras_attention.layers.attention_rnn_cell import AttentionRNNState
 
 ATTENTIONS = ("bahdanau", "luong", "scaled_dot", "multihead")
 DECODERS = ("bahdanau", "luong")
 RNNS = ("gru", "lstm")
-PAD_ID = 0
 
 
 def make_attention(kind: str, units: int, num_heads: int = 4) -> keras.layers.Layer:
@@ -63,20 +63,6 @@ def make_attention(kind: str, units: int, num_heads: int = 4) -> keras.layers.La
 def _rnn_cell(rnn: str, units: int, name: str) -> keras.layers.Layer:
     cell = {"gru": keras.layers.GRUCell, "lstm": keras.layers.LSTMCell}[rnn]
     return cell(units, name=name)
-
-
-class Memory(NamedTuple):
-    """The encoded source as a decoding step reads it; first dimension ``N``.
-
-    Attributes:
-        keys, values: the attention's projections of the memory
-            (``project_memory``), computed once per sentence.
-        mask: boolean ``(N, Ts)``, True on real source tokens.
-    """
-
-    keys: tf.Tensor
-    values: tf.Tensor
-    mask: tf.Tensor
 
 
 @keras.saving.register_keras_serializable(package="examples_nmt")
@@ -317,18 +303,3 @@ def build_model(
         num_heads=num_heads,
         dropout=dropout,
     )
-
-
-def step_fn(model: Seq2Seq):
-    """``model.step`` as a ``decoding`` step_fn over the search state ``(state, memory)``.
-
-    Works for ``Seq2Seq`` and ``Transformer``. Start a search from
-    ``model.initial_state(source_ids, max_length)``.
-    """
-
-    def step(ids: tf.Tensor, search_state: tuple, step: tf.Tensor) -> tuple:
-        state, memory = search_state
-        logits, state, attention = model.step(ids, state, memory, step)
-        return tf.nn.log_softmax(logits), (state, memory), attention
-
-    return step
