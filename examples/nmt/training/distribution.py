@@ -3,12 +3,14 @@
 ``make_strategy`` builds the strategy; with ``multiworker``
 (``MultiWorkerMirroredStrategy``, workers from ``TF_CONFIG``) it has to run
 before any TensorFlow op, which ``train.main`` ensures. ``is_chief`` tells
-the process that writes the run; ``prepare_multi_worker_fit`` works around
-two failures of Keras 3.15's ``fit`` with several workers.
+the process that writes the run; ``describe`` the devices it trains on (the
+first line a run prints); ``prepare_multi_worker_fit`` works around two
+failures of Keras 3.15's ``fit`` with several workers.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import keras
@@ -45,6 +47,29 @@ def is_chief(strategy: tf.distribute.Strategy) -> bool:
         return True
     has_chief = "chief" in resolver.cluster_spec().as_dict()
     return task_type == "worker" and resolver.task_id == 0 and not has_chief
+
+
+def describe(strategy: tf.distribute.Strategy) -> str:
+    """One line: ``Training on: CPU (2 logical cores)``, the GPUs found, the strategy's replicas."""
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        names = [
+            tf.config.experimental.get_device_details(gpu).get("device_name", gpu.name)
+            for gpu in gpus
+        ]
+        devices = f"{len(gpus)} GPU{'s' if len(gpus) > 1 else ''} ({', '.join(names)})"
+    else:
+        affinity = getattr(os, "sched_getaffinity", None)
+        cores = len(affinity(0)) if affinity is not None else os.cpu_count()
+        devices = f"CPU ({cores} logical cores)"
+    replicas, workers = strategy.num_replicas_in_sync, worker_count(strategy)
+    line = f"Training on: {devices}"
+    if replicas > 1 or workers > 1:
+        line += f"; {type(strategy).__name__}, {replicas} replicas"
+        line += f" on {workers} workers" if workers > 1 else ""
+    elif len(gpus) > 1:
+        line += "; one replica (--strategy mirrored trains on every GPU)"
+    return line
 
 
 def prepare_multi_worker_fit(model: keras.Model, batches: tf.data.Dataset) -> None:
