@@ -9,7 +9,6 @@ log unigram frequencies).
 import csv
 import json
 import os
-import pathlib
 import random
 import re
 import subprocess
@@ -17,7 +16,6 @@ import sys
 import textwrap
 
 import keras
-import numpy as np
 import pytest
 
 if keras.backend.backend() != "tensorflow":
@@ -28,26 +26,24 @@ if keras.backend.backend() != "tensorflow":
 
 tf = pytest.importorskip("tensorflow")
 
-import nmt_args  # noqa: E402
+import tiny  # noqa: E402
 
 from examples.nmt import train  # noqa: E402
 from examples.nmt import translate  # noqa: E402
+from examples.nmt.training import pipeline  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = tiny.ROOT
 
 
 def tiny_args(data_dir, output_dir, *extra):
-    return nmt_args.tiny_args(output_dir, *extra, data_dir=data_dir)
+    return tiny.tiny_args(output_dir, *extra, data_dir=data_dir)
 
 
-def epochs_logged(output_dir):
-    with open(output_dir / "history.csv", encoding="utf-8") as file:
-        return [int(row["epoch"]) for row in csv.DictReader(file)]
-
-
-def test_train_export_reload_translate(date_data_dir, tmp_path):
+def test_train_export_reload_translate(date_data_dir, tmp_path, capsys):
     out = tmp_path / "run"
     metrics = train.main(tiny_args(date_data_dir, out))
+    first_line = capsys.readouterr().out.splitlines()[0]
+    assert first_line.startswith("Training on: ")  # the devices, before anything else
     for name in (
         "model.keras",
         "source_vocabulary.txt",
@@ -141,7 +137,7 @@ def test_jit_compile_trains_the_input_feeding_decoder(date_data_dir, tmp_path):
     gradient of the attention inside AttentionRNN's while loop."""
     out = tmp_path / "run"
     train.main(tiny_args(date_data_dir, out, "--jit-compile", "--no-export", "--no-evaluate"))
-    assert epochs_logged(out) == [0]
+    assert tiny.history_epochs(out) == [0]
     assert (out / "model.keras").exists()
 
 
@@ -151,11 +147,11 @@ def test_interrupted_run_resumes_after_its_last_finished_epoch(date_data_dir, tm
         date_data_dir, out, "--epochs", "2", "--decoder", "luong", "--no-export", "--no-evaluate"
     )
     with pytest.raises(KeyboardInterrupt):
-        train.train(train.parse_args(argv), extra_callbacks=[train._Interrupt(epoch=0)])
-    assert epochs_logged(out) == [0]
+        pipeline.train(train.parse_args(argv), extra_callbacks=[tiny.Interrupt(epoch=0)])
+    assert tiny.history_epochs(out) == [0]
     assert (out / "backup").exists() and not (out / "model.keras").exists()
     train.main(argv)
-    assert epochs_logged(out) == [0, 1]  # epoch 0 was not trained again
+    assert tiny.history_epochs(out) == [0, 1]  # epoch 0 was not trained again
     assert (out / "model.keras").exists() and not (out / "backup").exists()
 
 
@@ -215,14 +211,6 @@ def write_zipf_copy_corpus(path, pairs=2000, vocab=3000, seed=0):
         other = " ".join("q" + word for word in words) + " ."
         lines.append(f"{english}\t{other}\n")
     path.write_text("".join(lines), encoding="utf-8")
-
-
-def test_target_log_prior_counts_targets_without_padding():
-    target_out_ids = tf.constant([[5, 4, 3, 0], [4, 4, 3, 0]], tf.int32)
-    batches = tf.data.Dataset.from_tensors(((target_out_ids, target_out_ids), target_out_ids))
-    prior = train.target_log_prior(batches, vocab_size=6)
-    counts = np.array([0, 0, 0, 2, 3, 1]) + 1  # add-one smoothing; padding not counted
-    np.testing.assert_allclose(prior, np.log(counts / counts.sum()), rtol=1e-6)
 
 
 def test_large_target_vocabulary_learns_more_than_the_most_frequent_token(tmp_path):

@@ -1,6 +1,5 @@
 """TFDS catalogue datasets: training end to end on mocked data, and the offline message."""
 
-import os
 import time
 
 import keras
@@ -11,27 +10,16 @@ if keras.backend.backend() != "tensorflow":
 
 tfds = pytest.importorskip("tensorflow_datasets")
 
-import nmt_args  # noqa: E402
+import tiny  # noqa: E402
 
-from examples.nmt import data  # noqa: E402
 from examples.nmt import train  # noqa: E402
+from examples.nmt.data import sources  # noqa: E402
 
 CATALOGUE = ["ted_hrlr_translate/pt_to_en", "wmt14_translate/de-en"]
 
 
-def write_metadata(data_dir, name, split_names=("train", "validation", "test")):
-    """TFDS metadata with these splits in ``data_dir``: the dataset counts as prepared."""
-    builder = tfds.builder(name, data_dir=str(data_dir))
-    infos = [
-        tfds.core.SplitInfo(name=split, shard_lengths=[40], num_bytes=0) for split in split_names
-    ]
-    builder.info.set_splits(tfds.core.SplitDict(infos))
-    os.makedirs(builder.data_dir)
-    builder.info.write_to_directory(builder.data_dir)
-
-
 def tiny_args(name, data_dir, output_dir, *extra):
-    return nmt_args.tiny_args(
+    return tiny.tiny_args(
         output_dir,
         *extra,
         dataset=name,
@@ -46,7 +34,7 @@ def tiny_args(name, data_dir, output_dir, *extra):
 
 @pytest.mark.parametrize("name", CATALOGUE)
 def test_train_runs_end_to_end_on_a_mocked_catalogue_dataset(name, tmp_path):
-    write_metadata(tmp_path / "tfds", name)
+    tiny.write_tfds_metadata(tmp_path / "tfds", name)
     out = tmp_path / "run"
     with tfds.testing.mock_data(num_examples=24, data_dir=str(tmp_path / "tfds")):
         metrics = train.main(tiny_args(name, tmp_path / "tfds", out))
@@ -91,16 +79,16 @@ def test_unprepared_dataset_fails_fast_with_one_line(name, tmp_path, capsys, no_
 
 def test_download_flag_is_what_prepares_an_unprepared_dataset(tmp_path, no_download):
     name = CATALOGUE[0]
-    with pytest.raises(data.DatasetNotPreparedError, match="--data-dir"):
-        data.catalogue_builder(name, str(tmp_path))
+    with pytest.raises(sources.DatasetNotPreparedError, match="--data-dir"):
+        sources.catalogue_builder(name, str(tmp_path))
     with pytest.raises(OSError, match="no network"):
-        data.catalogue_builder(name, str(tmp_path), download=True)
+        sources.catalogue_builder(name, str(tmp_path), download=True)
     assert no_download == [name.split("/")[0]]
-    write_metadata(tmp_path, name)
-    assert data.catalogue_builder(name, str(tmp_path)).is_prepared()  # prepared: used as is
+    tiny.write_tfds_metadata(tmp_path, name)
+    assert sources.catalogue_builder(name, str(tmp_path)).is_prepared()  # prepared: used as is
 
 
 def test_unknown_dataset_is_a_one_line_value_error():
     with pytest.raises(ValueError, match="Received: 'no_such_dataset_xyz'") as error_info:
-        data.catalogue_builder("no_such_dataset_xyz")
+        sources.catalogue_builder("no_such_dataset_xyz")
     assert "\n" not in str(error_info.value)

@@ -12,30 +12,19 @@ if keras.backend.backend() != "tensorflow":
 
 tf = pytest.importorskip("tensorflow")
 
-from examples.nmt import data  # noqa: E402
-from examples.nmt import decoding  # noqa: E402
-from examples.nmt import evaluate  # noqa: E402
-from examples.nmt import export  # noqa: E402
-from examples.nmt.model import step_fn  # noqa: E402
-from examples.nmt.transformer import EncoderBlock  # noqa: E402
-from examples.nmt.transformer import build_transformer  # noqa: E402
+import tiny  # noqa: E402
 
-SOURCE = np.array([[5, 6, 7, 0, 0], [4, 5, 6, 7, 8], [9, 0, 0, 0, 0]], "int32")
-TARGET_IN = np.array([[2, 5, 6, 7], [2, 9, 4, 0], [2, 4, 0, 0]], "int32")
-HEADS = 2
+from examples.nmt.models import search as searches  # noqa: E402
+from examples.nmt.models.decoding import step_fn  # noqa: E402
+from examples.nmt.models.transformer import EncoderBlock  # noqa: E402
+from examples.nmt.models.transformer import build_transformer  # noqa: E402
+from examples.nmt.text import special  # noqa: E402
+
+SOURCE, TARGET_IN, HEADS = tiny.SOURCE, tiny.TARGET_IN, tiny.HEADS
 
 
 def tiny_transformer(alignment_layer=-1, layers=2):
-    keras.utils.set_random_seed(0)
-    return build_transformer(
-        12,
-        10,
-        d_model=8,
-        num_heads=HEADS,
-        layers=layers,
-        ff_dim=16,
-        alignment_layer=alignment_layer,
-    )
+    return tiny.tiny_model("transformer", alignment_layer=alignment_layer, layers=layers)
 
 
 def _layer_norm(x, layer):
@@ -108,12 +97,12 @@ def test_cached_step_by_step_equals_teacher_forcing(alignment_layer):
 
 def test_beam_size_one_equals_greedy_and_wider_beams_score_no_worse():
     model = tiny_transformer()
-    greedy = evaluate.make_translate_fn(model, max_length=7)(SOURCE)
+    greedy = tiny.search(model, SOURCE, max_length=7)
     state = model.initial_state(SOURCE, 7)
-    beam = decoding.beam_search(step_fn(model), state, data.START_ID, data.END_ID, 7, 1)
+    beam = searches.beam_search(step_fn(model), state, special.START_ID, special.END_ID, 7, 1)
     np.testing.assert_array_equal(beam.ids[:, 0].numpy(), greedy.ids.numpy())
     np.testing.assert_allclose(beam.log_probs[:, 0].numpy(), greedy.log_probs.numpy(), atol=1e-5)
-    wide = evaluate.make_translate_fn(model, beam_size=4, max_length=7)(SOURCE)
+    wide = tiny.search(model, SOURCE, beam_size=4, max_length=7)
     assert np.all(wide.log_probs.numpy() >= greedy.log_probs.numpy() - 1e-5)
 
 
@@ -122,34 +111,10 @@ def test_saved_and_reloaded_transformer_decodes_like_the_original(tmp_path):
     model.save(tmp_path / "model.keras")
     reloaded = keras.saving.load_model(tmp_path / "model.keras", compile=False)
     assert type(reloaded) is type(model) and reloaded.get_config() == model.get_config()
-    expected = evaluate.make_translate_fn(model, beam_size=2, max_length=5)(SOURCE)
-    got = evaluate.make_translate_fn(reloaded, beam_size=2, max_length=5)(SOURCE)
+    expected = tiny.search(model, SOURCE, beam_size=2, max_length=5)
+    got = tiny.search(reloaded, SOURCE, beam_size=2, max_length=5)
     np.testing.assert_array_equal(got.ids.numpy(), expected.ids.numpy())
     np.testing.assert_allclose(got.attention.numpy(), expected.attention.numpy(), atol=1e-6)
-
-
-@pytest.mark.parametrize("beam_size", [1, 3])
-def test_saved_model_search_equals_the_python_search(tmp_path, beam_size):
-    tokens = ("[PAD]", "[UNK]", "[START]", "[END]", "may", "9", "th", ",", "1998", "june", "a")
-    vocabularies = data.Vocabularies(data.Vocabulary(tokens[:11]), data.Vocabulary(tokens[:10]))
-    keras.utils.set_random_seed(1)
-    model = build_transformer(11, 10, d_model=8, num_heads=HEADS, layers=1, ff_dim=16)
-    path = export.export_translator(model, vocabularies, tmp_path / "saved_model", max_length=6)
-    sentences = ["May 9th, 1998", "june a june", "a"]
-    translator = tf.saved_model.load(path)  # kept: its variables live as long as it does
-    outputs = translator.translate(tf.constant(sentences), beam_size=tf.constant(beam_size))
-    source_ids = data.encode_texts(tf.constant(sentences), vocabularies.source)
-    expected = evaluate.make_translate_fn(model, beam_size=beam_size, max_length=6)(source_ids)
-    np.testing.assert_array_equal(outputs["target_length"].numpy(), expected.lengths.numpy())
-    np.testing.assert_array_equal(
-        outputs["translation"].numpy(), vocabularies.target.decode(expected.ids).numpy()
-    )
-    np.testing.assert_allclose(outputs["scores"].numpy(), expected.scores.numpy(), atol=1e-5)
-    np.testing.assert_allclose(
-        outputs["attention"].numpy(),
-        expected.attention.numpy()[:, :, : source_ids.shape[1]],
-        atol=1e-5,
-    )
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from examples.nmt import dates
+from examples.nmt.data import dates
 
 DEFAULT_SIZES = {"train": 50_000, "validation": 2_000, "test": 2_000}
 SMALL_SIZES = {"train": 2_000, "validation": 200, "test": 200}
@@ -194,11 +194,11 @@ def test_two_digit_years_stay_in_their_window():
 
 def test_generated_tokens_match_the_pipeline_tokenizer():
     tf = pytest.importorskip("tensorflow")
-    from examples.nmt import vocabulary
+    from examples.nmt.text import normalization
 
     examples = list(dates.generate_examples("validation", SMALL_SIZES))
     sources = [e["source"] for e in examples]
-    pipeline = vocabulary.tokenize(tf.constant(sources)).to_list()
+    pipeline = normalization.tokenize(tf.constant(sources)).to_list()
     assert [[t.decode() for t in tokens] for tokens in pipeline] == [
         dates.tokenize(s) for s in sources
     ]
@@ -223,7 +223,7 @@ def test_tfds_builder_builds_and_caches(date_data_dir):
 
 def test_default_config_sizes():
     tfds = pytest.importorskip("tensorflow_datasets")
-    from examples.nmt import date_normalization
+    from examples.nmt.data import date_normalization
 
     config = date_normalization.DateNormalization.builder_configs["default"]
     assert config.sizes() == DEFAULT_SIZES

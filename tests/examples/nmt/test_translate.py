@@ -11,12 +11,12 @@ if keras.backend.backend() != "tensorflow":
 
 tf = pytest.importorskip("tensorflow")
 
-from examples.nmt import data  # noqa: E402
+import tiny  # noqa: E402
+
 from examples.nmt import export  # noqa: E402
 from examples.nmt import translate  # noqa: E402
-from examples.nmt.model import build_model  # noqa: E402
 
-TOKENS = ("[PAD]", "[UNK]", "[START]", "[END]", "may", "9", "th", ",", "1998", "june", "a")
+TOKENS = tiny.TOKENS
 LINES = ["May 9th, 1998", "", "june a 9 9 9 a a a 9", "9", "zzz", "a june", "1998 , may"]
 
 
@@ -24,11 +24,10 @@ LINES = ["May 9th, 1998", "", "june a 9 9 9 a a a 9", "9", "zzz", "a june", "199
 def run_dir(tmp_path_factory):
     """A run folder (untrained tiny model): model.keras, vocabularies, config, SavedModel."""
     directory = tmp_path_factory.mktemp("run")
-    vocabularies = data.Vocabularies(data.Vocabulary(TOKENS), data.Vocabulary(TOKENS))
-    keras.utils.set_random_seed(3)
-    model = build_model(len(TOKENS), len(TOKENS), embedding_dim=8, units=8, decoder="luong")
-    kernel = model.output_layer.kernel
-    kernel.assign(kernel * 8.0)  # varied outputs rather than [END] at once
+    vocabularies = tiny.tiny_vocabularies()
+    sizes = len(TOKENS), len(TOKENS)
+    # A larger output kernel: varied outputs rather than [END] at once.
+    model = tiny.tiny_model(seed=3, sizes=sizes, output_scale=8.0, decoder="luong")
     model.save(directory / "model.keras")
     vocabularies.save(directory)
     settings = {"max_length": 6, "max_decode_length": 5, "beam_size": 2}

@@ -12,13 +12,15 @@ if keras.backend.backend() != "tensorflow":
 
 tf = pytest.importorskip("tensorflow")
 
-from examples.nmt import data  # noqa: E402
-from examples.nmt import decoding  # noqa: E402
-from examples.nmt import export  # noqa: E402
-from examples.nmt.model import build_model  # noqa: E402
-from examples.nmt.model import step_fn  # noqa: E402
+import tiny  # noqa: E402
 
-TOKENS = ("[PAD]", "[UNK]", "[START]", "[END]", "may", "9", "th", ",", "1998", "june", "a")
+from examples.nmt import export  # noqa: E402
+from examples.nmt.data import batching  # noqa: E402
+from examples.nmt.models import search as searches  # noqa: E402
+from examples.nmt.models.decoding import step_fn  # noqa: E402
+from examples.nmt.text import special  # noqa: E402
+
+TOKENS = tiny.TOKENS
 SENTENCES = ["May 9th, 1998", "june a 9", "9", ""]
 MAX_LENGTH = 7
 
@@ -26,12 +28,9 @@ MAX_LENGTH = 7
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     """A random tiny model, its vocabularies and its loaded SavedModel (defaults: beam 3)."""
-    vocabularies = data.Vocabularies(data.Vocabulary(TOKENS), data.Vocabulary(TOKENS))
-    keras.utils.set_random_seed(1)
-    model = build_model(len(TOKENS), len(TOKENS), embedding_dim=8, units=8, attention="luong")
-    # A flat random model ends at once; larger output weights give varied, longer outputs.
-    kernel = model.output_layer.kernel
-    kernel.assign(kernel * 8.0)
+    vocabularies = tiny.tiny_vocabularies()
+    sizes = len(TOKENS), len(TOKENS)
+    model = tiny.tiny_model(seed=1, sizes=sizes, output_scale=8.0, attention="luong")
     path = tmp_path_factory.mktemp("export") / "saved_model"
     export.export_translator(
         model, vocabularies, path, max_length=MAX_LENGTH, beam_size=3, alpha=0.6, beta=0.3
@@ -40,8 +39,8 @@ def exported(tmp_path_factory):
 
 
 def python_search(model, vocabularies, beam_size, alpha, beta, max_length=MAX_LENGTH):
-    source_ids = data.encode_texts(tf.constant(SENTENCES[:3]), vocabularies.source)
-    search = decoding.greedy_search if beam_size is None else decoding.beam_search
+    source_ids = batching.encode_texts(tf.constant(SENTENCES[:3]), vocabularies.source)
+    search = searches.greedy_search if beam_size is None else searches.beam_search
     options = (
         {}
         if beam_size is None
@@ -54,10 +53,10 @@ def python_search(model, vocabularies, beam_size, alpha, beta, max_length=MAX_LE
     return search(
         step_fn(model),
         model.initial_state(source_ids),
-        data.START_ID,
-        data.END_ID,
+        special.START_ID,
+        special.END_ID,
         max_length,
-        pad_id=data.PAD_ID,
+        pad_id=special.PAD_ID,
         **options,
     )
 
@@ -123,3 +122,64 @@ def test_python_beam_search_rejects_a_beam_size_below_one(exported):
     model, vocabularies, _ = exported
     with pytest.raises(ValueError, match="beam_size=0"):
         python_search(model, vocabularies, 0, 0.0, 0.0)
+
+
+def test_exported_translator_matches_keras_greedy_search(tmp_path):
+    vocabularies = tiny.tiny_vocabularies(11, 10)
+    model = tiny.tiny_model(sizes=(11, 10), decoder="luong")
+    path = export.export_translator(model, vocabularies, tmp_path / "saved_model", max_length=6)
+    sentences = ["May 9th, 1998", "june  UNSEEN", ""]
+    translator = tf.saved_model.load(path)
+    outputs = translator.translate(tf.constant(sentences))
+    source_ids = batching.encode_texts(tf.constant(sentences), vocabularies.source)
+    expected = tiny.search(model, source_ids, max_length=6)
+    lengths = outputs["target_length"].numpy()
+    np.testing.assert_array_equal(lengths[:2], expected.lengths.numpy()[:2])
+    assert lengths[2] == 0  # no tokens: no invented output
+    np.testing.assert_allclose(
+        outputs["attention"].numpy()[:2],
+        expected.attention.numpy()[:2, :, : source_ids.shape[1]],
+        atol=1e-5,
+    )
+    np.testing.assert_array_equal(outputs["attention"].numpy()[2], 0.0)
+    translations = vocabularies.target.decode(expected.ids).numpy()
+    np.testing.assert_array_equal(outputs["translation"].numpy()[:2], translations[:2])
+    assert outputs["translation"].numpy()[2] == b""
+    assert [t.decode() for t in outputs["source_tokens"].numpy()[0]] == [
+        "may",
+        "9",
+        "th",
+        ",",
+        "1998",
+    ]
+    np.testing.assert_array_equal(outputs["source_length"].numpy(), [5, 2, 0])
+    np.testing.assert_array_equal(outputs["unknown_tokens"].numpy(), [0, 1, 0])
+    # The most output tokens is an input, with the export's value as default.
+    short = translator.translate(tf.constant(sentences[:2]), tf.constant(2))
+    assert short["attention"].shape[1] == 2
+    np.testing.assert_array_equal(short["target_length"].numpy(), np.minimum(lengths[:2], 2))
+    np.testing.assert_array_equal(
+        short["target_tokens"].numpy(), outputs["target_tokens"].numpy()[:2, :2]
+    )
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_saved_model_search_equals_the_python_search(tmp_path, beam_size):
+    vocabularies = tiny.tiny_vocabularies(11, 10)
+    model = tiny.tiny_model("transformer", seed=1, sizes=(11, 10), layers=1)
+    path = export.export_translator(model, vocabularies, tmp_path / "saved_model", max_length=6)
+    sentences = ["May 9th, 1998", "june a june", "a"]
+    translator = tf.saved_model.load(path)  # kept: its variables live as long as it does
+    outputs = translator.translate(tf.constant(sentences), beam_size=tf.constant(beam_size))
+    source_ids = batching.encode_texts(tf.constant(sentences), vocabularies.source)
+    expected = tiny.search(model, source_ids, beam_size=beam_size, max_length=6)
+    np.testing.assert_array_equal(outputs["target_length"].numpy(), expected.lengths.numpy())
+    np.testing.assert_array_equal(
+        outputs["translation"].numpy(), vocabularies.target.decode(expected.ids).numpy()
+    )
+    np.testing.assert_allclose(outputs["scores"].numpy(), expected.scores.numpy(), atol=1e-5)
+    np.testing.assert_allclose(
+        outputs["attention"].numpy(),
+        expected.attention.numpy()[:, :, : source_ids.shape[1]],
+        atol=1e-5,
+    )

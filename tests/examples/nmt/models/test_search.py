@@ -7,7 +7,7 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
-from examples.nmt import decoding  # noqa: E402
+from examples.nmt.models import search as searches  # noqa: E402
 
 PAD, START, END, A, B = 0, 1, 2, 3, 4
 VOCAB = 5
@@ -73,7 +73,7 @@ def numpy_greedy(probs: dict) -> tuple:
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_greedy_follows_the_argmax_path(seed):
     probs = random_probs(seed)
-    result = decoding.greedy_search(prefix_step_fn(probs), initial_state(), START, END, MAX_LENGTH)
+    result = searches.greedy_search(prefix_step_fn(probs), initial_state(), START, END, MAX_LENGTH)
     expected, log_prob = numpy_greedy(probs)
     assert result.ids.shape == (2, 1, MAX_LENGTH)
     assert result.ids.dtype == tf.int32
@@ -93,8 +93,8 @@ def test_beam_finds_a_better_sequence_than_greedy():
         (B,): row(end=0.9, a=0.1),
     }
     step_fn = prefix_step_fn(probs)
-    greedy = decoding.greedy_search(step_fn, initial_state(), START, END, MAX_LENGTH)
-    beam = decoding.beam_search(step_fn, initial_state(), START, END, MAX_LENGTH, beam_size=2)
+    greedy = searches.greedy_search(step_fn, initial_state(), START, END, MAX_LENGTH)
+    beam = searches.beam_search(step_fn, initial_state(), START, END, MAX_LENGTH, beam_size=2)
     assert list(greedy.ids[0, 0, :2].numpy()) == [A, END]
     assert list(beam.ids[0, 0, :2].numpy()) == [B, END]
     assert beam.log_probs[0, 0] > greedy.log_probs[0, 0]
@@ -105,9 +105,9 @@ def test_beam_finds_a_better_sequence_than_greedy():
 @pytest.mark.parametrize("seed", [3, 4])
 def test_beam_size_one_equals_greedy(seed):
     step_fn = prefix_step_fn(random_probs(seed))
-    greedy = decoding.greedy_search(step_fn, initial_state(3), START, END, MAX_LENGTH)
-    beam = decoding.beam_search(step_fn, initial_state(3), START, END, MAX_LENGTH, beam_size=1)
-    for name in decoding.SearchResult._fields:
+    greedy = searches.greedy_search(step_fn, initial_state(3), START, END, MAX_LENGTH)
+    beam = searches.beam_search(step_fn, initial_state(3), START, END, MAX_LENGTH, beam_size=1)
+    for name in searches.SearchResult._fields:
         np.testing.assert_allclose(
             getattr(beam, name), getattr(greedy, name), rtol=1e-6, err_msg=name
         )
@@ -122,7 +122,7 @@ def test_beam_keeps_its_state_with_its_hypothesis():
         (A, A): row(end=0.4, a=0.6),
         (B, B): row(end=1.0),
     }
-    beam = decoding.beam_search(
+    beam = searches.beam_search(
         prefix_step_fn(probs), initial_state(), START, END, MAX_LENGTH, beam_size=3
     )
     assert list(beam.ids[0, 0, :3].numpy()) == [B, B, END]
@@ -131,7 +131,7 @@ def test_beam_keeps_its_state_with_its_hypothesis():
 
 def test_end_token_stops_and_pads():
     probs = {(): row(a=1.0), (A,): row(end=1.0)}
-    for search in (decoding.greedy_search, decoding.beam_search):
+    for search in (searches.greedy_search, searches.beam_search):
         result = search(prefix_step_fn(probs), initial_state(), START, END, MAX_LENGTH)
         assert list(result.ids[0, 0].numpy()) == [A, END, PAD, PAD]
         assert result.lengths[0, 0] == 2
@@ -140,7 +140,7 @@ def test_end_token_stops_and_pads():
 
 def test_max_length_cuts_hypotheses_without_end():
     probs = {p: row(a=1.0) for n in range(MAX_LENGTH) for p in itertools.product([A], repeat=n)}
-    result = decoding.greedy_search(
+    result = searches.greedy_search(
         prefix_step_fn(probs), initial_state(), START, END, MAX_LENGTH, pad_id=7
     )
     assert list(result.ids[0, 0].numpy()) == [A] * MAX_LENGTH
@@ -148,7 +148,7 @@ def test_max_length_cuts_hypotheses_without_end():
 
 
 def test_pad_id_fills_after_the_end():
-    result = decoding.greedy_search(
+    result = searches.greedy_search(
         prefix_step_fn({(): row(end=1.0)}), initial_state(), START, END, 3, pad_id=9
     )
     assert list(result.ids[0, 0].numpy()) == [END, 9, 9]
@@ -156,7 +156,7 @@ def test_pad_id_fills_after_the_end():
 
 def test_attention_weights_of_every_step():
     probs = {(): row(a=1.0), (A,): row(a=1.0), (A, A): row(end=1.0)}
-    result = decoding.beam_search(
+    result = searches.beam_search(
         prefix_step_fn(probs, source_length=5), initial_state(), START, END, 6, beam_size=2
     )
     assert result.attention.shape == (2, 2, 6, 5)
@@ -168,9 +168,9 @@ def test_length_penalty_favours_longer_hypotheses():
     # [END] has p = 0.5; [A, END] has p = 0.475 but gains more from lp(2) = (7/6) ** alpha.
     probs = {(): row(end=0.5, a=0.5), (A,): row(end=0.95, b=0.05)}
     step_fn = prefix_step_fn(probs)
-    plain = decoding.beam_search(step_fn, initial_state(), START, END, MAX_LENGTH, beam_size=2)
+    plain = searches.beam_search(step_fn, initial_state(), START, END, MAX_LENGTH, beam_size=2)
     alpha = 1.0
-    penalized = decoding.beam_search(
+    penalized = searches.beam_search(
         step_fn, initial_state(), START, END, MAX_LENGTH, beam_size=2, length_penalty_alpha=alpha
     )
     assert plain.lengths[0, 0] == 1
@@ -186,9 +186,9 @@ def test_coverage_penalty_favours_covering_the_source():
 
     probs = {(): row(a=0.49, b=0.51), (A,): row(end=1.0), (B,): row(end=1.0)}
     step_fn = prefix_step_fn(probs, attention_fn=attention_fn)
-    plain = decoding.beam_search(step_fn, initial_state(), START, END, MAX_LENGTH, beam_size=2)
+    plain = searches.beam_search(step_fn, initial_state(), START, END, MAX_LENGTH, beam_size=2)
     beta = 1.0
-    covered = decoding.beam_search(
+    covered = searches.beam_search(
         step_fn, initial_state(), START, END, MAX_LENGTH, beam_size=2, coverage_penalty_beta=beta
     )
     assert plain.ids[0, 0, 0] == B
@@ -201,11 +201,11 @@ def test_coverage_penalty_favours_covering_the_source():
 
 def test_penalty_functions():
     np.testing.assert_allclose(
-        decoding.length_penalty(tf.constant([1, 7]), 0.6), [1.0, 2.0**0.6], rtol=1e-6
+        searches.length_penalty(tf.constant([1, 7]), 0.6), [1.0, 2.0**0.6], rtol=1e-6
     )
     coverage = tf.constant([[0.5, 2.0, 0.0]])  # The unattended (padded) position is skipped.
     np.testing.assert_allclose(
-        decoding.coverage_penalty(coverage, 0.2), [0.2 * np.log(0.5)], rtol=1e-6
+        searches.coverage_penalty(coverage, 0.2), [0.2 * np.log(0.5)], rtol=1e-6
     )
 
 
@@ -213,22 +213,22 @@ def test_penalty_functions():
 def test_searches_compile_with_tf_function(jit_compile):
     step_fn = prefix_step_fn(random_probs(5))
     options = {"beam_size": 3, "length_penalty_alpha": 0.6, "coverage_penalty_beta": 0.2}
-    eager = decoding.beam_search(step_fn, initial_state(), START, END, MAX_LENGTH, **options)
+    eager = searches.beam_search(step_fn, initial_state(), START, END, MAX_LENGTH, **options)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.int32)], jit_compile=jit_compile)
     def search(state):
-        return decoding.beam_search(step_fn, state, START, END, MAX_LENGTH, **options)
+        return searches.beam_search(step_fn, state, START, END, MAX_LENGTH, **options)
 
     concrete = search.get_concrete_function()
     assert concrete.structured_outputs.ids.shape.as_list() == [None, 3, MAX_LENGTH]
     assert concrete.structured_outputs.attention.shape.as_list() == [None, 3, MAX_LENGTH, 3]
     graph = search(initial_state())
-    for name in decoding.SearchResult._fields:
+    for name in searches.SearchResult._fields:
         np.testing.assert_allclose(
             getattr(graph, name), getattr(eager, name), rtol=1e-5, err_msg=name
         )
 
 
 def test_tile_batch_repeats_each_entry():
-    tiled = decoding.tile_batch({"h": tf.constant([[1], [2]])}, 3)
+    tiled = searches.tile_batch({"h": tf.constant([[1], [2]])}, 3)
     assert tiled["h"].numpy().ravel().tolist() == [1, 1, 1, 2, 2, 2]

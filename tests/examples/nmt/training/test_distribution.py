@@ -2,7 +2,6 @@
 
 import json
 import os
-import pathlib
 import socket
 import subprocess
 import sys
@@ -16,9 +15,11 @@ if keras.backend.backend() != "tensorflow":
 
 tf = pytest.importorskip("tensorflow")
 
-from examples.nmt import distribution  # noqa: E402
+import tiny  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from examples.nmt.training import distribution  # noqa: E402
+
+ROOT = tiny.ROOT
 
 
 def free_ports(count):
@@ -105,3 +106,14 @@ def test_the_chief_is_the_chief_task_or_else_worker_zero(cluster, task_type, tas
 def test_without_a_cluster_this_process_is_the_chief():
     assert distribution.is_chief(tf.distribute.get_strategy())
     assert distribution.worker_count(tf.distribute.get_strategy()) == 1
+
+
+def test_describe_names_the_devices_and_the_replicas():
+    line = distribution.describe(tf.distribute.get_strategy())
+    if tf.config.list_physical_devices("GPU"):
+        assert line.startswith("Training on: ") and "GPU" in line
+    else:
+        assert line.startswith("Training on: CPU (") and line.endswith("logical cores)")
+    two = _Strategy({"worker": ["a:1", "b:1"]}, "worker", 0)
+    two.num_replicas_in_sync = 2
+    assert distribution.describe(two).endswith("replicas on 2 workers")
