@@ -80,13 +80,17 @@ def load_run(directory: str) -> tuple[keras.Model, Vocabularies]:
     return model, Vocabularies.load(directory)
 
 
-def load_config(directory: str) -> dict[str, Any] | None:
-    """The arguments a run was started with (``config.json``), or None."""
-    path = os.path.join(directory, CONFIG)
+def read_json(path: str) -> Any:
+    """The JSON value in ``path``, or None if there is no such file."""
     if not os.path.isfile(path):
         return None
     with open(path, encoding="utf-8") as file:
         return json.load(file)
+
+
+def load_config(directory: str) -> dict[str, Any] | None:
+    """The arguments a run was started with (``config.json``), or None."""
+    return read_json(os.path.join(directory, CONFIG))
 
 
 def _replace(path: str, text: str) -> None:

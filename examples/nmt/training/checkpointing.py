@@ -64,13 +64,7 @@ class RunCheckpoint(keras.callbacks.Callback):
 
     @staticmethod
     def load_state(directory: str) -> dict[str, Any] | None:
-        path = os.path.join(directory, STATE)
-        if not os.path.isfile(path):
-            return None
-        import json  # noqa: PLC0415
-
-        with open(path, encoding="utf-8") as file:
-            return json.load(file)
+        return runs.read_json(os.path.join(directory, STATE))
 
     def restore(self, model: keras.Model) -> int:
         """Loads the committed state into ``model`` (compiled); returns the epochs done."""
