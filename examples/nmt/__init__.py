@@ -1,19 +1,27 @@
 """Attention-based neural machine translation, run as ``python -m examples.nmt.train``.
 
-Modules:
-    data: ``load_splits`` (TFDS catalogue, ``tsv:PATH``, ``folder:PATH``, the
-        default ``date_normalization``), plus the vocabulary and batching API.
-    vocabulary: standardization and word vocabularies (0 = padding).
-    batching: ``make_batches`` -> ``((source_ids, target_in_ids), target_out_ids)``.
-    tsv: the Tatoeba/Anki ``English<TAB>Other`` format.
-    dates, date_normalization: the offline date task and its TFDS builder.
-    decoding: greedy and beam search over a ``step_fn``.
-    model: ``Seq2Seq``/``build_model`` (Luong- and Bahdanau-style decoders)
-        with ``initial_state`` and ``step(ids, state, memory)``; ``step_fn``.
-    train: ``python -m examples.nmt.train``: training, evaluation, export.
-    checkpointing: resumable training (``RunCheckpoint``).
-    runs: a run's folder: loading, safe writes, plots, CLI helpers.
-    evaluate: BLEU, chrF, exact match and alignment accuracy of a split.
-    export: the ``translate(strings)`` SavedModel.
-    translate: ``python -m examples.nmt.translate --model DIR "sentence" ...``.
+Laid out by role; a sentence goes text -> data -> models -> translator:
+
+    train.py, evaluate.py, translate.py: the command lines (parse, call one
+        function, exit code); ``python -m examples.nmt.data`` shows a dataset.
+    text/: ``special`` (the reserved ids, owned once), ``normalization``
+        (NFKC, word standardization), ``words`` and ``sentencepiece_vocabulary``
+        (the two kinds of vocabulary), ``vocabularies`` (a run's pair).
+    data/: ``sources`` (``load_splits``: TFDS, ``tsv:PATH``, ``folder:PATH``,
+        the default ``date_normalization``), ``tsv``, ``dates`` and
+        ``date_normalization`` (the offline date task), ``batching``
+        (``make_batches`` -> ``((source_ids, target_in_ids), target_out_ids)``),
+        ``statistics`` (batch counts, target unigram prior).
+    models/: ``decoding`` (the ``initial_state``/``step`` interface and
+        ``step_fn``), ``rnn`` (``Seq2Seq``, Luong- and Bahdanau-style
+        decoders), ``transformer``, ``search`` (greedy and beam search over a
+        ``step_fn``), ``losses`` and ``metrics``.
+    training/: ``pipeline`` (the whole run), ``fit`` (fit and resume),
+        ``checkpointing`` (``RunCheckpoint``), ``recipes``, ``distribution``.
+    translator: the one strings -> ids -> search -> strings function.
+    evaluation: BLEU, chrF, exact match and alignment accuracy of a split.
+    export: the ``translate(strings)`` SavedModel (``translator`` inside).
+    runs: a run's folder (names, resume rules, loading, safe writes).
+    plots: training curves and attention heat-maps.
+    cli: what the command lines share (one-line errors, integer flags).
 """

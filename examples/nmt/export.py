@@ -22,14 +22,10 @@ output tokens ``max_length`` (int32 scalar), the ``beam_size`` (int32 scalar,
     outputs["source_length"]  # (B,) int32 source tokens before truncation
     outputs["unknown_tokens"]  # (B,) int32 source tokens kept that are not in the vocabulary
 
-Inside: the run's source vocabulary's ``encode`` (NFKC normalization and
-tokenization as TensorFlow ops, ``examples.nmt.vocabulary``/``tokenizer``:
-the same ops as in training), ``model.initial_state``/``model.step``
-(``Seq2Seq`` or ``Transformer``) under ``decoding.beam_search``
-(``tf.while_loop``, the beam size a graph input) and the target
-vocabulary's ``decode`` (SentencePiece detokenization to natural text for
-subword and character vocabularies, words joined by spaces for word
-vocabularies).
+Inside: ``examples.nmt.translator.translate``, the path evaluation and
+``translate.py --keras`` take too (the run's vocabularies as TensorFlow ops,
+``model.initial_state``/``model.step`` under ``tf.while_loop`` searches, the
+beam size a graph input), traced into the SavedModel.
 """
 
 from __future__ import annotations
@@ -38,13 +34,11 @@ import os
 
 import tensorflow as tf
 
-from examples.nmt import data
-from examples.nmt import decoding
-from examples.nmt.model import Seq2Seq
-from examples.nmt.model import step_fn
-from examples.nmt.transformer import Transformer
+from examples.nmt import translator as translation
+from examples.nmt.models.decoding import Decoder
+from examples.nmt.text.vocabularies import Vocabularies
 
-_TEXTS = tf.TensorSpec([None], tf.string, name="texts")
+_TEXTS = translation.TEXTS
 _MAX_LENGTH = tf.TensorSpec([], tf.int32, name="max_length")
 _BEAM_SIZE = tf.TensorSpec([], tf.int32, name="beam_size")
 _ALPHA = tf.TensorSpec([], tf.float32, name="alpha")
@@ -59,13 +53,13 @@ class Translator(tf.Module):
     tensors stored with the SavedModel, so a loaded ``translate`` accepts any
     subset of ``max_length``, ``beam_size``, ``alpha``, ``beta`` by keyword.
     The beam size is a graph input: one traced graph runs every beam size
-    (``decoding.beam_search`` with a tensor ``beam_size``).
+    (the beam search with a tensor ``beam_size``).
     """
 
     def __init__(
         self,
-        model: Seq2Seq | Transformer,
-        vocabularies: data.Vocabularies,
+        model: Decoder,
+        vocabularies: Vocabularies,
         max_length: int = 64,
         max_source_length: int | None = None,
         beam_size: int = 1,
@@ -81,8 +75,6 @@ class Translator(tf.Module):
         self.beam_size, self.alpha, self.beta = beam_size, alpha, beta
         self.source_vocabulary = vocabularies.source  # tracks the tokenizer's tables
         self.target_vocabulary = vocabularies.target
-        self.source_tokens = tf.constant(vocabularies.source.tokens)
-        self.target_tokens = tf.constant(vocabularies.target.tokens)
 
         # Tensor defaults: saved with the function and used when an input is left out.
         default_max_length = tf.constant(max_length, tf.int32)
@@ -113,57 +105,22 @@ class Translator(tf.Module):
         alpha: tf.Tensor,
         beta: tf.Tensor,
     ) -> dict:
-        all_ids = self.source_vocabulary.encode(texts)  # (B, None)
-        kept_ids = all_ids[:, : self.max_source_length]  # (B, None)
-        source_ids = kept_ids.to_tensor(default_value=data.PAD_ID)  # (B, Ts)
-        source_tokens = tf.gather(self.source_tokens, kept_ids).to_tensor(default_value="")
-        has_tokens = kept_ids.row_lengths() > 0  # (B,)
-        # An empty batch or empty strings still need one source column.
-        pad = tf.maximum(1 - tf.shape(source_ids)[1], 0)
-        source_ids = tf.pad(source_ids, [[0, 0], [0, pad]])
-        source_tokens = tf.pad(source_tokens, [[0, 0], [0, pad]])
-        result = self.search(source_ids, max_length, beam_size, alpha, beta)
-        # A sentence without tokens translates to nothing (not to a guess).
-        ids = tf.where(has_tokens[:, None], result.ids[:, 0], data.PAD_ID)  # (B, T)
-        lengths = tf.where(has_tokens, result.lengths[:, 0], 0)  # (B,)
-        inside = tf.sequence_mask(lengths, tf.shape(ids)[1])
-        attention = result.attention[:, 0] * tf.cast(inside, tf.float32)[..., None]
-        return {
-            "translation": self.target_vocabulary.decode(ids),
-            "scores": tf.where(has_tokens, result.scores[:, 0], 0.0),
-            "attention": attention,
-            "source_tokens": source_tokens,
-            "target_tokens": tf.where(inside, tf.gather(self.target_tokens, ids), ""),
-            "target_length": lengths,
-            "source_length": tf.cast(all_ids.row_lengths(), tf.int32),
-            "unknown_tokens": tf.reduce_sum(tf.cast(source_ids == data.UNK_ID, tf.int32), axis=1),
-        }
-
-    def search(
-        self,
-        source_ids: tf.Tensor,
-        max_length: tf.Tensor,
-        beam_size: tf.Tensor,
-        alpha: tf.Tensor,
-        beta: tf.Tensor,
-    ) -> decoding.SearchResult:
-        """Beam search (greedy's tokens for ``beam_size`` 1) over ``(B, Ts)`` source ids."""
-        return decoding.beam_search(
-            step_fn(self.model),
-            self.model.initial_state(source_ids, max_length),
-            data.START_ID,
-            data.END_ID,
-            max_length,
+        outputs = translation.translate(
+            self.model,
+            Vocabularies(self.source_vocabulary, self.target_vocabulary),
+            texts,
+            max_length=max_length,
+            max_source_length=self.max_source_length,
             beam_size=beam_size,
-            length_penalty_alpha=alpha,
-            coverage_penalty_beta=beta,
-            pad_id=data.PAD_ID,
+            alpha=alpha,
+            beta=beta,
         )
+        return {name: outputs[name] for name in translation.OUTPUTS}
 
 
 def export_translator(
-    model: Seq2Seq | Transformer,
-    vocabularies: data.Vocabularies,
+    model: Decoder,
+    vocabularies: Vocabularies,
     path: str | os.PathLike,
     max_length: int = 64,
     max_source_length: int | None = None,

@@ -1,10 +1,10 @@
 """A run's folder: what ``train.py`` writes and ``evaluate.py``/``translate.py`` read.
 
-Loading a run (``load_run``, ``load_config``), writing its outputs safely
-(``write_json``, ``write_history``: to a temporary file, then renamed, so a
-killed process never leaves half a file), plots (``plot_history``,
-``save_heatmaps``) and the small command-line helpers the scripts share
-(``integer_at_least``, ``fail``, ``RunError``, ``require_tensorflow_backend``).
+Its file names (``OUTPUTS``), which settings a resumed run must share
+(``RESUME_IRRELEVANT``, ``prepare_output_dir``), loading a run (``load_run``,
+``load_config``) and writing its outputs safely (``write_json``,
+``write_history``, ``save_model``: to a temporary file, then renamed, so a
+killed process never leaves half a file).
 """
 
 from __future__ import annotations
@@ -16,23 +16,40 @@ import io
 import json
 import os
 import shutil
-import sys
-from collections.abc import Callable
 from collections.abc import Sequence
 from typing import Any
-from typing import NoReturn
 
 import keras
 
-from examples.nmt import model as _model  # noqa: F401  (registers Seq2Seq for loading)
-from examples.nmt import transformer as _transformer  # noqa: F401  (registers Transformer)
-from examples.nmt.vocabulary import Vocabularies
+from examples.nmt.cli import RunError
+from examples.nmt.models import rnn as _rnn  # noqa: F401  (registers Seq2Seq for loading)
+from examples.nmt.models import transformer as _transformer  # noqa: F401  (registers it)
+from examples.nmt.text.vocabularies import Vocabularies
 
 CONFIG = "config.json"
 MODEL = "model.keras"
 METRICS = "metrics.json"
 HISTORY = "history.csv"
 TRAINING = "training.json"
+# What a run writes into its folder; --overwrite deletes these and nothing else.
+OUTPUTS = (
+    CONFIG,
+    MODEL,
+    METRICS,
+    HISTORY,
+    TRAINING,
+    "source_vocabulary.txt",
+    "target_vocabulary.txt",
+    "source_sentencepiece.model",
+    "target_sentencepiece.model",
+    "training_curves.png",
+    "attention_*.png",
+    "attention_*.html",
+    "saved_model",
+    "backup",
+    "logs",
+    "checkpoint.weights.h5",
+)
 # Flags added since a run's config.json may have been written, with the value they had.
 ADDED_FLAGS = {"architecture": "rnn"}
 # Flags that may change between a run and its resumption.
@@ -54,45 +71,6 @@ RESUME_IRRELEVANT = frozenset(
 )
 
 
-class RunError(Exception):
-    """A problem with a run's inputs or folder that the scripts report on one line (exit 2)."""
-
-
-def fail(prog: str, message: str) -> NoReturn:
-    """Prints ``prog: error: message`` on stderr and exits with status 2, as argparse does."""
-    print(f"{prog}: error: {message}", file=sys.stderr)
-    raise SystemExit(2)
-
-
-def warn(message: str) -> None:
-    print(f"warning: {message}", file=sys.stderr)
-
-
-def integer_at_least(minimum: int) -> Callable[[str], int]:
-    """An argparse ``type``: an integer ``>= minimum``, else a one-line usage error."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, received {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, received {value}")
-        return value
-
-    parse.__name__ = f"integer >= {minimum}"
-    return parse
-
-
-def require_tensorflow_backend() -> None:
-    """The example runs on TensorFlow (tf.data, tf.distribute, SavedModel)."""
-    if keras.backend.backend() != "tensorflow":
-        raise SystemExit(
-            "examples.nmt needs the TensorFlow Keras backend. Received: "
-            f"KERAS_BACKEND={keras.backend.backend()!r}; run with KERAS_BACKEND=tensorflow."
-        )
-
-
 def load_run(directory: str) -> tuple[keras.Model, Vocabularies]:
     """``model.keras`` and the vocabularies of a train.py output dir."""
     path = os.path.join(directory, MODEL)
@@ -102,13 +80,17 @@ def load_run(directory: str) -> tuple[keras.Model, Vocabularies]:
     return model, Vocabularies.load(directory)
 
 
-def load_config(directory: str) -> dict[str, Any] | None:
-    """The arguments a run was started with (``config.json``), or None."""
-    path = os.path.join(directory, CONFIG)
+def read_json(path: str) -> Any:
+    """The JSON value in ``path``, or None if there is no such file."""
     if not os.path.isfile(path):
         return None
     with open(path, encoding="utf-8") as file:
         return json.load(file)
+
+
+def load_config(directory: str) -> dict[str, Any] | None:
+    """The arguments a run was started with (``config.json``), or None."""
+    return read_json(os.path.join(directory, CONFIG))
 
 
 def _replace(path: str, text: str) -> None:
@@ -139,7 +121,14 @@ def write_history(rows: Sequence[dict[str, Any]], path: str) -> None:
     _replace(path, buffer.getvalue())
 
 
-def prepare_output_dir(args: argparse.Namespace, outputs: Sequence[str]) -> bool:
+def save_model(model: keras.Model, path: str) -> None:
+    """``model.save`` through a temporary file and a rename."""
+    temporary = path.removesuffix(".keras") + ".tmp.keras"
+    model.save(temporary)
+    os.replace(temporary, path)
+
+
+def prepare_output_dir(args: argparse.Namespace, outputs: Sequence[str] = OUTPUTS) -> bool:
     """Refuses a used ``--output-dir`` unless resuming or ``--overwrite``; True on a resume.
 
     ``--overwrite`` deletes the names (glob patterns) in ``outputs``, nothing else.
@@ -177,77 +166,3 @@ def prepare_output_dir(args: argparse.Namespace, outputs: Sequence[str]) -> bool
     os.makedirs(out, exist_ok=True)
     write_json(vars(args), os.path.join(out, CONFIG))
     return used and not args.overwrite
-
-
-def plot_history(path: str, output: str) -> None:
-    """Loss and token accuracy per epoch, train and validation, as a PNG."""
-    import matplotlib  # noqa: PLC0415
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    with open(path, encoding="utf-8") as file:
-        rows = list(csv.DictReader(file))
-    epochs = [int(row["epoch"]) + 1 for row in rows]
-    figure, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-    for ax, key in zip(axes, ("loss", "masked_accuracy")):
-        for prefix in ("", "val_"):
-            if rows and prefix + key in rows[0]:
-                ax.plot(
-                    epochs,
-                    [float(row[prefix + key]) for row in rows],
-                    marker="o",
-                    label=(prefix or "train_").rstrip("_"),
-                )
-        ax.set_xlabel("epoch")
-        ax.set_title(key)
-        ax.legend()
-    figure.tight_layout()
-    figure.savefig(output, dpi=100)
-    plt.close(figure)
-
-
-def save_heatmaps(samples: list[dict[str, Any]], directory: str) -> list[str]:
-    """``attention_K.png`` (plot_attention) and ``attention_K.html`` per sample.
-
-    A sample with ``heads`` (``(H, T, Ts)``, the Transformer) also gets
-    ``attention_K_heads.png`` (``plot_heads``), and its HTML page shows every
-    head with a head selector.
-    """
-    import matplotlib  # noqa: PLC0415
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    import keras_attention  # noqa: PLC0415
-
-    paths = []
-    for index, sample in enumerate(samples):
-        stem = os.path.join(directory, f"attention_{index}")
-        ax = keras_attention.plot_attention(
-            sample["attention"],
-            sample["source"],
-            sample["target"],
-            title=" ".join(sample["source"]),
-        )
-        ax.figure.savefig(stem + ".png", dpi=100, bbox_inches="tight")
-        plt.close(ax.figure)
-        if "heads" in sample:
-            figure = keras_attention.plot_heads(
-                sample["heads"],
-                sample["source"],
-                sample["target"],
-                title=" ".join(sample["source"]),
-            )
-            figure.savefig(stem + "_heads.png", dpi=100, bbox_inches="tight")
-            plt.close(figure)
-            paths.append(stem + "_heads.png")
-        keras_attention.save_attention_html(
-            sample.get("heads", sample["attention"]),
-            sample["source"],
-            sample["target"],
-            stem + ".html",
-            title=" ".join(sample["source"]),
-        )
-        paths += [stem + ".png", stem + ".html"]
-    return paths

@@ -2,7 +2,7 @@
 
 The defaults train the date-normalization task in a few minutes on two CPU
 cores. Any other dataset gets the ``real`` recipe (``--recipe``, see
-``examples.nmt.recipes``): SentencePiece subwords, a larger model, dropout
+``examples.nmt.training.recipes``): SentencePiece subwords, a larger model, dropout
 and label smoothing, tuned on Tatoeba French->English. Everything goes to
 ``--output-dir`` (``runs/nmt``):
 
@@ -15,7 +15,7 @@ and label smoothing, tuned on Tatoeba French->English. Everything goes to
   ``training_curves.png`` and ``training.json`` (best epoch and its
   ``val_loss``, written when training is done);
 * ``attention_K.png`` / ``attention_K.html``: heat-maps of test sentences;
-* ``backup/`` (resumes a killed run, see ``examples.nmt.checkpointing``;
+* ``backup/`` (resumes a killed run, see ``examples.nmt.training.checkpointing``;
   deleted when training is done), ``logs/`` (TensorBoard).
 
 A used ``--output-dir`` is refused unless it holds a run with the same
@@ -31,92 +31,30 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 import argparse
-import importlib.util
-import json
 import shutil
 import tempfile
-import time
 from collections.abc import Sequence
 from typing import Any
 
-import keras
-import numpy as np
-import tensorflow as tf
-
-from examples.nmt import data
-from examples.nmt import distribution
-from examples.nmt import evaluate
-from examples.nmt import export
-from examples.nmt import recipes
-from examples.nmt import runs
-from examples.nmt.checkpointing import RunCheckpoint
-from examples.nmt.model import ATTENTIONS
-from examples.nmt.model import DECODERS
-from examples.nmt.model import RNNS
-from examples.nmt.model import build_model
-from examples.nmt.transformer import build_transformer
+from examples.nmt import cli
+from examples.nmt.data import sources
+from examples.nmt.models.rnn import ATTENTIONS
+from examples.nmt.models.rnn import DECODERS
+from examples.nmt.models.rnn import RNNS
+from examples.nmt.text.vocabularies import TOKENIZERS
+from examples.nmt.training import distribution
+from examples.nmt.training import recipes
+from examples.nmt.training.pipeline import train
 
 DEFAULT_OUTPUT_DIR = os.path.join("runs", "nmt")
-# What a run writes into its folder; --overwrite deletes these and nothing else.
-OUTPUTS = (
-    runs.CONFIG,
-    runs.MODEL,
-    runs.METRICS,
-    runs.HISTORY,
-    runs.TRAINING,
-    "source_vocabulary.txt",
-    "target_vocabulary.txt",
-    "source_sentencepiece.model",
-    "target_sentencepiece.model",
-    "training_curves.png",
-    "attention_*.png",
-    "attention_*.html",
-    "saved_model",
-    "backup",
-    "logs",
-    "checkpoint.weights.h5",
-)
-
-
-@keras.saving.register_keras_serializable(package="examples_nmt")
-class MaskedAccuracy(keras.metrics.Metric):
-    """Token accuracy over non-padding targets (``y_true != 0``)."""
-
-    def __init__(self, name: str = "masked_accuracy", **kwargs: Any):
-        super().__init__(name=name, **kwargs)
-        self.correct = self.add_variable((), initializer="zeros", name="correct")
-        self.count = self.add_variable((), initializer="zeros", name="count")
-
-    def update_state(self, y_true, y_pred, sample_weight=None):
-        del sample_weight  # the padding mask is the only weight
-        y_true = tf.cast(y_true, tf.int32)
-        mask = tf.cast(y_true != data.PAD_ID, tf.float32)
-        hits = tf.cast(tf.argmax(y_pred, -1, output_type=tf.int32) == y_true, tf.float32)
-        self.correct.assign_add(tf.reduce_sum(hits * mask))
-        self.count.assign_add(tf.reduce_sum(mask))
-
-    def result(self):
-        return tf.math.divide_no_nan(self.correct, self.count)
-
-
-class _Interrupt(keras.callbacks.Callback):
-    """Raises after ``epoch`` finishes (tests simulate a killed run with it)."""
-
-    def __init__(self, epoch: int):
-        super().__init__()
-        self.epoch = epoch
-
-    def on_epoch_end(self, epoch, logs=None):
-        if epoch == self.epoch:
-            raise KeyboardInterrupt(f"interrupted after epoch {epoch + 1}")
 
 
 def make_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m examples.nmt.train", description=__doc__.split("\n")[0]
     )
-    positive, at_least = runs.integer_at_least(1), runs.integer_at_least
-    data.add_arguments(parser)
+    positive, at_least = cli.integer_at_least(1), cli.integer_at_least
+    sources.add_arguments(parser)
     parser.add_argument("--output-dir", default=DEFAULT_OUTPUT_DIR)
     parser.add_argument(
         "--overwrite",
@@ -127,7 +65,8 @@ def make_parser() -> argparse.ArgumentParser:
         "--architecture",
         choices=("rnn", "transformer"),
         default="rnn",
-        help="an RNN encoder-decoder with attention, or a Transformer (examples.nmt.transformer)",
+        help="an RNN encoder-decoder with attention, or a Transformer "
+        "(examples.nmt.models.transformer)",
     )
     parser.add_argument("--attention", choices=ATTENTIONS, help="(recipe, rnn)")
     parser.add_argument("--decoder", choices=DECODERS, help="(recipe, rnn)")
@@ -140,7 +79,7 @@ def make_parser() -> argparse.ArgumentParser:
         "natural language (SentencePiece, larger model); auto: date for "
         "date_normalization, real otherwise",
     )
-    tokenizers = data.TOKENIZERS
+    tokenizers = TOKENIZERS
     parser.add_argument(
         "--source-tokenizer",
         choices=tokenizers,
@@ -206,7 +145,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-evaluate", action="store_true", help="skip the test-split evaluation and heat-maps"
     )
-    evaluate.add_decoding_arguments(parser)
+    cli.add_decoding_arguments(parser)
     return parser
 
 
@@ -258,307 +197,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def load_splits(args: argparse.Namespace) -> data.Splits:
-    """The data, with a one-line ``RunError`` for a missing file or an empty split."""
-    try:
-        splits = data.splits_from_args(args)
-        for name, split in splits.items():
-            if next(iter(split.take(1)), None) is None:
-                raise runs.RunError(f"the {name} split of {args.dataset} is empty")
-    except (OSError, ValueError, tf.errors.OpError) as error:
-        raise runs.RunError(str(error)) from error
-    return splits
-
-
-def count_batches(batches: tf.data.Dataset) -> int:
-    """Batches in one pass (bucketing hides the cardinality); fills the cache."""
-    return int(batches.reduce(tf.constant(0, tf.int64), lambda count, _: count + 1))
-
-
-def target_log_prior(batches: tf.data.Dataset, vocab_size: int) -> np.ndarray:
-    """Log unigram frequencies ``(V,)`` of the target tokens of ``batches``, add-one smoothed.
-
-    The initial bias of the logits (``--output-bias unigram``). With zeros,
-    every one of ``V`` words starts at ``1 / V``; Adam moves a bias by about
-    the learning rate a step, so spreading them over the ~10 nats between
-    ``[END]`` and a rare word takes thousands of steps. On a large vocabulary
-    the hidden layers fit the unigram distribution instead, their ``tanh``
-    units saturate and the model stays a unigram model (on Tatoeba fra-eng:
-    ``[END]`` everywhere, 11% token accuracy).
-    """
-
-    def add(counts: tf.Tensor, batch: tuple) -> tf.Tensor:
-        target_out_ids = batch[1]
-        ids = tf.boolean_mask(target_out_ids, target_out_ids != data.PAD_ID)
-        return counts + tf.math.bincount(
-            ids, minlength=vocab_size, maxlength=vocab_size, dtype=tf.int64
-        )
-
-    counts = batches.reduce(tf.zeros([vocab_size], tf.int64), add).numpy() + 1
-    return np.log(counts / counts.sum()).astype("float32")
-
-
-def learning_rate_schedule(args: argparse.Namespace, steps_per_epoch: int):
-    """Linear warm-up to ``--learning-rate``, then cosine decay to 0 at the last epoch."""
-    total = max(args.epochs * steps_per_epoch, 1)
-    warmup = min(args.warmup_steps, total // 2)
-    return keras.optimizers.schedules.CosineDecay(
-        0.0,
-        decay_steps=max(total - warmup, 1),
-        warmup_target=args.learning_rate,
-        warmup_steps=warmup,
-    )
-
-
-def tensorboard_callbacks(args: argparse.Namespace) -> list[keras.callbacks.Callback]:
-    if importlib.util.find_spec("tensorboard") is None:  # tf.summary needs it
-        print("TensorBoard is not installed: no logs/ (pip install tensorboard).")
-        return []
-    return [keras.callbacks.TensorBoard(os.path.join(args.output_dir, "logs"), write_graph=False)]
-
-
-def save_model(model: keras.Model, path: str) -> None:
-    """``model.save`` through a temporary file and a rename."""
-    temporary = path.removesuffix(".keras") + ".tmp.keras"
-    model.save(temporary)
-    os.replace(temporary, path)
-
-
-def train(
-    args: argparse.Namespace,
-    extra_callbacks: Sequence[keras.callbacks.Callback] = (),
-    strategy: tf.distribute.Strategy | None = None,
-) -> dict[str, Any]:
-    """Runs the whole pipeline for parsed ``args``; returns the metrics.
-
-    ``strategy``: made from ``args.strategy`` when training starts if None
-    (too late for ``multiworker``: ``main`` makes it first).
-
-    Raises:
-        runs.RunError: a used output folder, missing or too little data, a
-            failed export (after ``metrics.json`` is written).
-    """
-    runs.require_tensorflow_backend()
-    start = time.perf_counter()
-    resuming = runs.prepare_output_dir(args, OUTPUTS)
-    keras.utils.set_random_seed(args.seed)
-    splits = load_splits(args)
-    vocabularies = run_vocabularies(args, splits["train"], resuming)
-    training_path = os.path.join(args.output_dir, runs.TRAINING)
-    if resuming and os.path.isfile(training_path):
-        print(f"Training of the run in {args.output_dir} is done: evaluating and exporting it.")
-        model, _ = runs.load_run(args.output_dir)
-        with open(training_path, encoding="utf-8") as file:
-            summary = json.load(file)
-    else:
-        model, summary = fit(args, splits, vocabularies, extra_callbacks, strategy)
-    return finish(args, model, vocabularies, splits, summary, start)
-
-
-def run_vocabularies(
-    args: argparse.Namespace, train_split: tf.data.Dataset, resuming: bool
-) -> data.Vocabularies:
-    """A resumed run's saved vocabularies, or new ones from the training split (then saved)."""
-    if resuming:
-        try:
-            return data.Vocabularies.load(args.output_dir)
-        except FileNotFoundError:  # killed before they were written: build them again
-            print(f"No saved vocabularies in {args.output_dir}: building them.")
-    start = time.perf_counter()
-    vocabularies = data.build_vocabularies(
-        train_split, args.vocab_size, args.source_tokenizer, args.target_tokenizer
-    )
-    vocabularies.save(args.output_dir)
-    print(
-        f"Vocabularies: {len(vocabularies.source):,} {args.source_tokenizer} source and "
-        f"{len(vocabularies.target):,} {args.target_tokenizer} target tokens "
-        f"({time.perf_counter() - start:.0f} s)."
-    )
-    return vocabularies
-
-
-def make_model(args: argparse.Namespace, vocabularies: data.Vocabularies) -> keras.Model:
-    """The ``--architecture`` model, sized by the arguments and the vocabularies."""
-    sizes = len(vocabularies.source), len(vocabularies.target)
-    if args.architecture == "transformer":
-        return build_transformer(
-            *sizes,
-            d_model=args.d_model,
-            num_heads=args.num_heads,
-            layers=args.layers,
-            ff_dim=args.ff_dim,
-            dropout=args.dropout,
-            alignment_layer=args.alignment_layer,
-        )
-    return build_model(
-        *sizes,
-        embedding_dim=args.embedding_dim,
-        units=args.units,
-        attention=args.attention,
-        decoder=args.decoder,
-        rnn=args.rnn,
-        num_heads=args.num_heads,
-        dropout=args.dropout,
-    )
-
-
-def fit(
-    args: argparse.Namespace,
-    splits: data.Splits,
-    vocabularies: data.Vocabularies,
-    extra_callbacks: Sequence[keras.callbacks.Callback] = (),
-    strategy: tf.distribute.Strategy | None = None,
-) -> tuple[keras.Model, dict[str, Any]]:
-    """Trains (or resumes) to the end; saves the best epoch's ``model.keras``."""
-    out = args.output_dir
-    batches = {
-        name: data.make_batches(
-            splits[name],
-            vocabularies,
-            args.batch_size,
-            training=name == "train",
-            max_length=args.max_length,
-            seed=args.seed,
-        )
-        for name in ("train", "validation")
-    }
-    steps_per_epoch = count_batches(batches["train"])
-    validation_steps = count_batches(batches["validation"])  # no "ran out of data" warning
-    backup = os.path.join(out, "backup")
-    os.makedirs(backup, exist_ok=True)
-    early_stopping = keras.callbacks.EarlyStopping(patience=args.patience, verbose=1)
-    checkpoint = RunCheckpoint(backup, early_stopping, os.path.join(out, runs.HISTORY))
-
-    if args.mixed_precision:
-        keras.mixed_precision.set_global_policy("mixed_float16")
-    strategy = strategy or distribution.make_strategy(args.strategy)
-    try:
-        with strategy.scope():
-            model = make_model(args, vocabularies)
-            if args.output_bias == "unigram":
-                model.output_layer.bias.assign(
-                    target_log_prior(batches["train"], len(vocabularies.target))
-                )
-            optimizer = keras.optimizers.Adam(
-                learning_rate_schedule(args, steps_per_epoch), clipnorm=args.clipnorm or None
-            )
-            model.compile(
-                optimizer=optimizer,
-                loss=recipes.MaskedCrossentropy(args.label_smoothing),
-                metrics=[MaskedAccuracy()],
-                jit_compile=args.jit_compile,
-            )
-            done = checkpoint.restore(model)
-            if distribution.worker_count(strategy) > 1:
-                distribution.prepare_multi_worker_fit(model, batches["train"])
-        print(
-            f"Training {model.name}: {model.count_params():,} parameters, "
-            f"{steps_per_epoch} steps an epoch, on {strategy.num_replicas_in_sync} replicas."
-        )
-        if done:
-            print(f"Resuming after epoch {done} (backup in {backup}).")
-        # Repeated: bucketing makes the batch count vary a little by epoch. A
-        # resumed run skips the batches of the finished epochs, so that it
-        # trains on the same batches as an uninterrupted one.
-        model.fit(
-            batches["train"].repeat().skip(done * steps_per_epoch),
-            steps_per_epoch=steps_per_epoch,
-            validation_data=batches["validation"].repeat(),
-            validation_steps=validation_steps,
-            initial_epoch=done,
-            epochs=done if checkpoint.state["stopped"] else args.epochs,
-            callbacks=[early_stopping, checkpoint, *tensorboard_callbacks(args), *extra_callbacks],
-            verbose=1,
-            shuffle=False,
-        )
-    finally:
-        if args.mixed_precision:
-            keras.mixed_precision.set_global_policy("float32")
-    state = checkpoint.state
-    checkpoint.restore_best(model)
-    summary = {
-        "best_epoch": state["best_epoch"] + 1,
-        "best_val_loss": state["best_value"],
-        "epochs": state["epochs_done"],
-        "train_seconds": state["train_seconds"],
-    }
-    print(
-        f"Best epoch: {summary['best_epoch']} of {summary['epochs']} "
-        f"(val_loss {summary['best_val_loss']:.4f}); model.keras holds its weights."
-    )
-    save_model(model, os.path.join(out, runs.MODEL))
-    runs.write_json(summary, os.path.join(out, runs.TRAINING))  # training is done
-    shutil.rmtree(backup)
-    return model, summary
-
-
-def finish(
-    args: argparse.Namespace,
-    model: keras.Model,
-    vocabularies: data.Vocabularies,
-    splits: data.Splits,
-    summary: dict[str, Any],
-    start: float,
-) -> dict[str, Any]:
-    """Evaluates on test, plots, writes ``metrics.json``, then exports."""
-    out = args.output_dir
-    metrics, samples = {}, []
-    if not args.no_evaluate:
-        metrics, samples = evaluate.evaluate(
-            model,
-            splits["test"],
-            vocabularies,
-            beam_size=args.beam_size,
-            length_penalty=args.length_penalty,
-            coverage_penalty=args.coverage_penalty,
-            max_length=args.max_decode_length,
-            max_source_length=args.max_length,
-            samples=args.samples,
-        )
-    metrics["best_epoch"] = summary["best_epoch"]
-    metrics["train_seconds"] = round(summary["train_seconds"], 1)
-    outputs = [
-        runs.MODEL,
-        vocabularies.source.file_name("source"),
-        vocabularies.target.file_name("target"),
-    ]
-    runs.plot_history(os.path.join(out, runs.HISTORY), os.path.join(out, "training_curves.png"))
-    outputs.append("training_curves.png")
-    outputs += [os.path.basename(path) for path in runs.save_heatmaps(samples, out)]
-    metrics_path = os.path.join(out, runs.METRICS)
-    metrics["total_seconds"] = round(time.perf_counter() - start, 1)
-    runs.save_metrics(metrics, metrics_path)  # before the export, which may fail
-    if not args.no_export:
-        path = os.path.join(out, "saved_model")
-        try:
-            export.export_translator(
-                model,
-                vocabularies,
-                path,
-                args.max_decode_length,
-                args.max_length,
-                beam_size=args.beam_size,
-                alpha=args.length_penalty,
-                beta=args.coverage_penalty,
-            )
-        except Exception as error:  # any failure: one clear line
-            raise runs.RunError(
-                f"could not write the SavedModel to {path} ({type(error).__name__}: "
-                f"{str(error).splitlines()[0] if str(error) else ''}); {metrics_path} and "
-                "model.keras are saved: free that path and run the same command again to "
-                "export without training"
-            ) from error
-        outputs.append("saved_model/")
-        metrics["total_seconds"] = round(time.perf_counter() - start, 1)
-        runs.save_metrics(metrics, metrics_path)
-    outputs += [runs.METRICS, runs.HISTORY]
-    print("Test:", json.dumps(metrics, sort_keys=True))
-    if os.path.isdir(os.path.join(out, "logs")):
-        outputs.append("logs/ (TensorBoard)")
-    print(f"Outputs in {os.path.abspath(out)}: {', '.join(outputs)}")
-    return metrics
-
-
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Trains with command-line arguments; see the module doc."""
     import tensorflow_datasets as tfds  # noqa: PLC0415
@@ -574,8 +212,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         args.output_dir = tempfile.mkdtemp(prefix="nmt-worker-")
     try:
         return train(args, strategy=strategy)
-    except runs.RunError as error:
-        runs.fail(parser.prog, str(error))
+    except cli.RunError as error:
+        cli.fail(parser.prog, str(error))
     finally:
         if not chief:
             shutil.rmtree(args.output_dir, ignore_errors=True)

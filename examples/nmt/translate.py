@@ -9,12 +9,13 @@ there is one, else (or with ``--keras``) ``DIR/model.keras``; both run greedy
 or beam search, by default with the run's ``--beam-size``,
 ``--length-penalty`` (``--alpha``) and ``--coverage-penalty`` (``--beta``).
 Sentences on the command line: prints ``sentence<TAB>translation`` lines and
-writes ``translation_K.png`` (``plot_attention``) into ``--plots-dir``
+writes ``translation_K.png`` (``plots.plot_translations``) into ``--plots-dir``
 (default: the model dir). ``--input FILE`` (``-`` or a pipe: stdin): one
 sentence a line, translated in batches of ``--batch-size`` sentences of
 similar lengths with a progress bar on stderr, one translation a line to
 ``--output`` (default: stdout), in input order; no heat-maps. A sentence without tokens
-translates to the empty string on both paths; warnings on stderr name the
+translates to the empty string on both paths (they run the same
+``examples.nmt.translator.translate``); warnings on stderr name the
 sentences cut at the run's ``--max-length`` and those made only of words the
 model does not know.
 """
@@ -31,10 +32,12 @@ from collections.abc import Callable
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import tensorflow as tf
 
+from examples.nmt import cli
+from examples.nmt import plots
 from examples.nmt import runs
+from examples.nmt import translator
 
 DEFAULT_MAX_LENGTH = 64
 
@@ -54,9 +57,10 @@ def saved_model_translator(
     Each setting left None takes the SavedModel's default (the run's
     ``--max-decode-length``, ``--beam-size``, ``--length-penalty``,
     ``--coverage-penalty``). The function returns, per sentence, the
-    translation, its score, tokens and ``(T, Ts)`` attention.
+    translation, its score, tokens and ``(T, Ts)`` attention
+    (``translator.sentences``).
     """
-    translator = tf.saved_model.load(path)
+    saved = tf.saved_model.load(path)
     options = {
         name: tf.constant(value, dtype)
         for name, value, dtype in (
@@ -69,34 +73,10 @@ def saved_model_translator(
     }
 
     def translate(sentences: Sequence[str]) -> list[dict[str, Any]]:
-        outputs = translator.translate(tf.constant(list(sentences), tf.string), **options)
-        outputs = {name: value.numpy() for name, value in outputs.items()}
-        results = []
-        for index in range(len(sentences)):
-            source = [t.decode() for t in outputs["source_tokens"][index] if t]
-            length = int(outputs["target_length"][index])
-            target = [t.decode() for t in outputs["target_tokens"][index, :length]]
-            results.append(
-                {
-                    "translation": outputs["translation"][index].decode(),
-                    "score": float(outputs["scores"][index]),
-                    "source": source,
-                    "target": target,
-                    "attention": outputs["attention"][index, :length, : len(source)],
-                    "source_length": int(outputs["source_length"][index]),
-                    "unknown_tokens": int(outputs["unknown_tokens"][index]),
-                }
-            )
-        return results
+        texts = tf.constant(list(sentences), tf.string)
+        return translator.sentences(saved.translate(texts, **options))
 
     return translate
-
-
-def translate_saved_model(
-    path: str, sentences: Sequence[str], max_length: int | None = None
-) -> list[dict[str, Any]]:
-    """One batch through ``saved_model_translator`` with the exported defaults."""
-    return saved_model_translator(path, max_length)(sentences)
 
 
 def keras_translator(
@@ -106,67 +86,30 @@ def keras_translator(
     coverage_penalty: float | None = None,
     max_length: int | None = None,
 ) -> Translate:
-    """Loads ``model.keras`` once; as ``saved_model_translator``, None = the run's setting."""
-    from examples.nmt import data  # noqa: PLC0415
-    from examples.nmt import evaluate  # noqa: PLC0415
+    """Loads ``model.keras`` once; as ``saved_model_translator``, None = the run's setting.
 
+    The same ``translator.translate`` as in the SavedModel, run from the code.
+    """
     model, vocabularies = runs.load_run(directory)
     config = runs.load_config(directory) or {}
-    max_source_length = config.get("max_length", DEFAULT_MAX_LENGTH)
 
     def setting(value: Any, name: str, default: Any) -> Any:
         return config.get(name, default) if value is None else value
 
-    translate_ids = evaluate.make_translate_fn(
+    translate_texts = translator.translate_fn(
         model,
-        beam_size=setting(beam_size, "beam_size", 1),
-        length_penalty=setting(length_penalty, "length_penalty", 0.0),
-        coverage_penalty=setting(coverage_penalty, "coverage_penalty", 0.0),
+        vocabularies,
         max_length=setting(max_length, "max_decode_length", DEFAULT_MAX_LENGTH),
+        max_source_length=config.get("max_length", DEFAULT_MAX_LENGTH),
+        beam_size=setting(beam_size, "beam_size", 1),
+        alpha=setting(length_penalty, "length_penalty", 0.0),
+        beta=setting(coverage_penalty, "coverage_penalty", 0.0),
     )
 
     def translate(sentences: Sequence[str]) -> list[dict[str, Any]]:
-        texts = tf.constant(list(sentences), tf.string)
-        source_lengths = vocabularies.source.encode(texts).row_lengths().numpy()
-        source_ids = data.encode_texts(texts, vocabularies.source, max_source_length)
-        source_ids = tf.pad(source_ids, [[0, 0], [0, max(1 - source_ids.shape[1], 0)]])
-        result = translate_ids(source_ids)
-        translations = vocabularies.target.decode(result.ids).numpy()
-        scores = result.scores.numpy()
-        results = []
-        for index, text in enumerate(translations):
-            found = evaluate.sample(source_ids[index], result, index, vocabularies)
-            score = float(scores[index])
-            if source_lengths[index] == 0:  # nothing to translate: no guess
-                text, score = b"", 0.0
-                found = {"source": [], "target": [], "attention": np.zeros((0, 0))}
-            unknown = int(np.sum(source_ids[index].numpy() == data.UNK_ID))
-            results.append(
-                {
-                    "translation": text.decode(),
-                    "score": score,
-                    **found,
-                    "source_length": int(source_lengths[index]),
-                    "unknown_tokens": unknown,
-                }
-            )
-        return results
+        return translator.sentences(translate_texts(tf.constant(list(sentences), tf.string)))
 
     return translate
-
-
-def translate_keras(
-    directory: str,
-    sentences: Sequence[str],
-    beam_size: int | None = None,
-    length_penalty: float | None = None,
-    coverage_penalty: float | None = None,
-    max_length: int | None = None,
-) -> list[dict[str, Any]]:
-    """One batch through ``keras_translator``."""
-    return keras_translator(directory, beam_size, length_penalty, coverage_penalty, max_length)(
-        sentences
-    )
 
 
 def translate_lines(
@@ -197,45 +140,18 @@ def warn_about(
     for number, (sentence, result) in enumerate(zip(sentences, results), start=1):
         length = result.get("source_length")
         if length == 0:
-            runs.warn(f"sentence {number} ({sentence!r}) has no tokens: empty translation")
+            cli.warn(f"sentence {number} ({sentence!r}) has no tokens: empty translation")
         elif max_source_length is not None and length is not None and length > max_source_length:
-            runs.warn(
+            cli.warn(
                 f"sentence {number} has {length} tokens: only the first "
                 f"{max_source_length} (the run's --max-length) were translated"
             )
         kept = min(length or 0, max_source_length or length or 0)
         if kept and result.get("unknown_tokens") == kept:
-            runs.warn(
+            cli.warn(
                 f"sentence {number} ({sentence!r}) has only words the model does not "
                 "know: its translation is a guess"
             )
-
-
-def plot_results(results: Sequence[dict[str, Any]], directory: str) -> list[str]:
-    """One ``plot_attention`` heat-map per sentence; returns the PNG paths."""
-    import matplotlib  # noqa: PLC0415
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    import keras_attention  # noqa: PLC0415
-
-    os.makedirs(directory, exist_ok=True)
-    paths = []
-    for index, result in enumerate(results):
-        if not result["source"] or not result["target"]:
-            continue
-        ax = keras_attention.plot_attention(
-            np.asarray(result["attention"]),
-            result["source"],
-            result["target"],
-            title=result["translation"],
-        )
-        path = os.path.join(directory, f"translation_{index}.png")
-        ax.figure.savefig(path, dpi=100, bbox_inches="tight")
-        plt.close(ax.figure)
-        paths.append(path)
-    return paths
 
 
 def warn_about_lines(
@@ -262,7 +178,7 @@ def warn_about_lines(
             listed = ", ".join(map(str, numbers[:shown])) + (
                 ", ..." if len(numbers) > shown else ""
             )
-            runs.warn(f"{len(numbers)} lines {what[kind]} (lines {listed})")
+            cli.warn(f"{len(numbers)} lines {what[kind]} (lines {listed})")
 
 
 def read_lines(path: str) -> list[str]:
@@ -283,7 +199,7 @@ def make_parser() -> argparse.ArgumentParser:
         "--input", help="a UTF-8 file, one sentence a line; '-' (or a pipe) reads stdin"
     )
     parser.add_argument("--output", help="where translations of --input go (default: stdout)")
-    at_least_one = runs.integer_at_least(1)
+    at_least_one = cli.integer_at_least(1)
     parser.add_argument("--batch-size", type=at_least_one, default=64, help="sentences a batch")
     parser.add_argument("--plots-dir", help="where heat-maps go (default: --model)")
     parser.add_argument(
@@ -327,13 +243,13 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     if use_saved_model:
         translate = saved_model_translator(saved_model, args.max_decode_length, *settings)
     else:
-        runs.require_tensorflow_backend()
+        cli.require_tensorflow_backend()
         translate = keras_translator(args.model, *settings, args.max_decode_length)
     max_source_length = (runs.load_config(args.model) or {}).get("max_length", DEFAULT_MAX_LENGTH)
     if args.input is None:
         results = translate(lines)
         warn_about(lines, results, max_source_length)
-        paths = plot_results(results, args.plots_dir or args.model)
+        paths = plots.plot_translations(results, args.plots_dir or args.model)
         for sentence, result in zip(lines, results):
             print(f"{sentence}\t{result['translation']}")
         print(f"Heat-maps: {', '.join(paths)}")
@@ -348,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         with open(args.output, "w", encoding="utf-8", newline="\n") as file:
             file.write(text)
     except OSError as error:
-        runs.fail(parser.prog, f"cannot write --output {args.output!r} ({error})")
+        cli.fail(parser.prog, f"cannot write --output {args.output!r} ({error})")
     print(f"{len(results)} translations in {args.output}", file=sys.stderr)
     return results
 

@@ -1,0 +1,64 @@
+"""What the command lines share: one-line errors and warnings, integer flags, the decoding flags."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+from typing import NoReturn
+
+import keras
+
+
+class RunError(Exception):
+    """A problem with a run's inputs or folder that the scripts report on one line (exit 2)."""
+
+
+def fail(prog: str, message: str) -> NoReturn:
+    """Prints ``prog: error: message`` on stderr and exits with status 2, as argparse does."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def integer_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type``: an integer ``>= minimum``, else a one-line usage error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, received {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, received {value}")
+        return value
+
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
+def require_tensorflow_backend() -> None:
+    """The example runs on TensorFlow (tf.data, tf.distribute, SavedModel)."""
+    if keras.backend.backend() != "tensorflow":
+        raise SystemExit(
+            "examples.nmt needs the TensorFlow Keras backend. Received: "
+            f"KERAS_BACKEND={keras.backend.backend()!r}; run with KERAS_BACKEND=tensorflow."
+        )
+
+
+def add_decoding_arguments(parser: argparse.ArgumentParser, default_max_length: Any = 64) -> None:
+    """``--beam-size``, ``--length-penalty``, ``--coverage-penalty``, ``--max-decode-length``."""
+    at_least_one = integer_at_least(1)
+    parser.add_argument("--beam-size", type=at_least_one, default=1, help="1 = greedy search")
+    parser.add_argument("--length-penalty", type=float, default=0.0, help="GNMT alpha")
+    parser.add_argument("--coverage-penalty", type=float, default=0.0, help="GNMT beta")
+    parser.add_argument(
+        "--max-decode-length",
+        type=at_least_one,
+        default=default_max_length,
+        help="most output tokens",
+    )

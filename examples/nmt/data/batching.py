@@ -1,0 +1,181 @@
+"""Encoded, bucketed, padded batches of parallel text for the NMT example.
+
+Ids follow ``examples.nmt.text.special``: 0 pads, so ``Embedding(mask_zero=True)``
+masks padding; ``[START]`` opens the decoder input and ``[END]`` closes the
+decoder target. The source has no special tokens, so the source indices of a
+gold alignment are the positions of ``source_ids``.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from examples.nmt.text.special import END_ID
+from examples.nmt.text.special import PAD_ID
+from examples.nmt.text.special import START_ID
+from examples.nmt.text.vocabularies import Vocabularies
+
+_SHUFFLE_BUFFER = 20_000
+
+
+def unbatch(batches: tf.data.Dataset) -> tf.data.Dataset:
+    """``unbatch`` of ragged batches, with dense element specs.
+
+    ``unbatch`` reports rows of a ragged batch as ``RaggedTensorSpec`` of
+    ragged rank 0, which ``padded_batch`` rejects; a no-op ``map`` retypes them.
+    """
+    return batches.unbatch().map(lambda example: example)
+
+
+def encode_texts(
+    texts: tf.Tensor, vocabulary: tf.Module, max_length: int | None = None
+) -> tf.Tensor:
+    """``(B,)`` strings -> ``(B, T)`` int32 ids, 0-padded, no special tokens.
+
+    The source side of a batch; ``translate`` scripts feed raw sentences here.
+    """
+    ids = vocabulary.encode(texts)[:, :max_length]
+    return ids.to_tensor(default_value=PAD_ID)
+
+
+def _column(rows: tf.Tensor, value: int) -> tf.RaggedTensor:
+    """A ``(rows, 1)`` int32 column of ``value``, as a ragged tensor for ``concat``."""
+    return tf.RaggedTensor.from_tensor(tf.fill(tf.stack([rows, 1]), value))
+
+
+def _encode_batch(
+    batch: dict, vocabularies: Vocabularies, max_length: int, with_alignment: bool
+) -> dict:
+    """Ragged ids of a batch: source, ``[START] + target``, ``target + [END]``."""
+    source = vocabularies.source.encode(batch["source"])[:, :max_length]
+    target = vocabularies.target.encode(batch["target"])[:, : max_length - 1]
+    encoded = {
+        "source_ids": source,
+        "target_in_ids": tf.concat([_column(target.nrows(), START_ID), target], axis=1),
+        "target_out_ids": tf.concat([target, _column(target.nrows(), END_ID)], axis=1),
+    }
+    if with_alignment:
+        encoded["alignment"] = batch["alignment"]
+    return encoded
+
+
+def alignment_matrix(
+    links: tf.Tensor, target_length: tf.Tensor, source_length: tf.Tensor
+) -> tf.Tensor:
+    """``(L, 2)`` ``(target, source)`` links -> float32 0/1 ``(Tt, Ts)`` matrix.
+
+    Links outside the (possibly truncated) lengths are dropped.
+    """
+    links = tf.cast(links, tf.int32)
+    inside = tf.logical_and(links[:, 0] < target_length, links[:, 1] < source_length)
+    links = tf.boolean_mask(links, inside)
+    ones = tf.ones(tf.shape(links)[:1], tf.float32)
+    shape = tf.stack([target_length, source_length])
+    return tf.minimum(tf.scatter_nd(links, ones, shape), 1.0)
+
+
+def _with_alignment_matrix(example: dict) -> dict:
+    lengths = tf.shape(example["target_out_ids"])[0], tf.shape(example["source_ids"])[0]
+    return {**example, "alignment": alignment_matrix(example["alignment"], *lengths)}
+
+
+def _bucket_boundaries(max_length: int) -> list[int]:
+    return [length for length in (8, 16, 32, 64, 128, 256) if length < max_length]
+
+
+def _example_length(example: dict) -> tf.Tensor:
+    return tf.maximum(tf.shape(example["source_ids"])[0], tf.shape(example["target_in_ids"])[0])
+
+
+def _model_inputs(batch: dict) -> tuple:
+    inputs = (batch["source_ids"], batch["target_in_ids"]), batch["target_out_ids"]
+    return inputs + (batch["alignment"],) if "alignment" in batch else inputs
+
+
+def make_batches(
+    examples: tf.data.Dataset,
+    vocabularies: Vocabularies,
+    batch_size: int = 64,
+    *,
+    training: bool = False,
+    max_length: int = 64,
+    with_alignment: bool = False,
+    cache: bool | str = True,
+    seed: int | None = 0,
+) -> tf.data.Dataset:
+    """Batches of ``((source_ids, target_in_ids), target_out_ids)``.
+
+    Shapes ``(B, Ts)``, ``(B, Tt)``, ``(B, Tt)``, int32, padded with 0:
+    ``target_in_ids = [START] + target``, ``target_out_ids = target + [END]``,
+    the source has no special tokens. With ``with_alignment`` (only for
+    examples that have one) a fourth float32 ``(B, Tt, Ts)`` gold alignment
+    follows, row ``t`` for ``target_out_ids[:, t]`` (do not pass those
+    batches to ``fit``, which would read it as sample weights).
+
+    Args:
+        examples: one split of ``load_splits``.
+        vocabularies: from ``build_vocabularies`` or ``Vocabularies.load``.
+        batch_size: examples per batch.
+        training: shuffle (with ``seed``) and bucket by length; otherwise
+            keep the order.
+        max_length: truncate sources to this many tokens, targets so that
+            ``Tt <= max_length``.
+        with_alignment: add the gold alignment matrices.
+        cache: cache the encoded examples in memory (True) or in files with
+            this prefix.
+        seed: shuffle seed.
+    """
+    if with_alignment and "alignment" not in examples.element_spec:
+        raise ValueError("Expected examples with an 'alignment'. Received none.")
+
+    def encode(batch: dict) -> dict:
+        return _encode_batch(batch, vocabularies, max_length, with_alignment)
+
+    encoded = unbatch(examples.ragged_batch(1024).map(encode, num_parallel_calls=tf.data.AUTOTUNE))
+    if with_alignment:
+        encoded = encoded.map(_with_alignment_matrix, num_parallel_calls=tf.data.AUTOTUNE)
+    if cache:
+        encoded = encoded.cache("" if cache is True else cache)
+    if training:
+        boundaries = _bucket_boundaries(max_length)
+        batches = encoded.shuffle(_SHUFFLE_BUFFER, seed=seed).bucket_by_sequence_length(
+            _example_length,
+            boundaries,
+            [batch_size] * (len(boundaries) + 1),
+        )
+    else:
+        batches = encoded.padded_batch(batch_size)
+    return batches.map(_model_inputs).prefetch(tf.data.AUTOTUNE)
+
+
+def make_text_batches(
+    examples: tf.data.Dataset,
+    vocabularies: Vocabularies,
+    batch_size: int = 256,
+    *,
+    max_length: int = 64,
+    with_alignment: bool = False,
+) -> tf.data.Dataset:
+    """Batches of the raw strings ``{"source": (B,), "target": (B,)}``, in order.
+
+    What translation from text reads (``examples.nmt.evaluation``). With
+    ``with_alignment``, also ``"alignment"``: the float32 ``(B, Tt, Ts)`` gold
+    alignment of ``make_batches`` for the same ``max_length``.
+    """
+    if with_alignment and "alignment" not in examples.element_spec:
+        raise ValueError("Expected examples with an 'alignment'. Received none.")
+
+    def texts(batch: dict) -> dict:
+        kept = {"source": batch["source"], "target": batch["target"]}
+        if with_alignment:
+            kept.update(_encode_batch(batch, vocabularies, max_length, with_alignment=True))
+        return kept
+
+    def drop_ids(example: dict) -> dict:
+        example = _with_alignment_matrix(example)
+        return {key: example[key] for key in ("source", "target", "alignment")}
+
+    examples = unbatch(examples.ragged_batch(1024).map(texts, num_parallel_calls=tf.data.AUTOTUNE))
+    if with_alignment:
+        examples = examples.map(drop_ids, num_parallel_calls=tf.data.AUTOTUNE)
+    return examples.padded_batch(batch_size).prefetch(tf.data.AUTOTUNE)

@@ -1,0 +1,166 @@
+"""Decoding a split and scoring it: BLEU, chrF, exact match, alignment accuracy.
+
+``evaluate`` translates the source strings of a split greedily or with beam
+search through ``examples.nmt.translator`` (the path of ``translate.py`` and
+the SavedModel: the target vocabulary's ``decode`` gives natural text) and
+scores the outputs against
+the raw reference sentences, as WMT results are reported: corpus BLEU
+(``sacrebleu.metrics.BLEU()``: cased, 13a tokenization) and chrF
+(``sacrebleu.metrics.CHRF()``), with their sacreBLEU signatures; exact-match
+accuracy (outputs equal to the stripped reference); and, for data with gold
+alignments (the date task), attention alignment accuracy: the share of
+output tokens whose highest-weight source token is one the gold alignment
+names, over the output tokens that have gold links. (A date is one 13a
+token, so the date task's BLEU says little; exact match is its score.)
+
+``python -m examples.nmt.evaluate --model runs/nmt`` scores a saved run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import sacrebleu
+import tensorflow as tf
+
+from examples.nmt import translator
+from examples.nmt.data.batching import make_text_batches
+from examples.nmt.models.decoding import Decoder
+from examples.nmt.text.special import START_ID
+from examples.nmt.text.vocabularies import Vocabularies
+
+
+def alignment_accuracy(
+    attention: np.ndarray, gold: np.ndarray, lengths: np.ndarray | None = None
+) -> tuple[int, int]:
+    """Counts output tokens whose argmax source token is a gold link.
+
+    Args:
+        attention: ``(B, T, Ts)`` weights of each output step.
+        gold: ``(B, Tg, Ts)`` 0/1 gold links, row ``t`` for output token ``t``.
+        lengths: ``(B,)`` output tokens per example (rows past it are skipped);
+            all rows if None.
+
+    Returns:
+        ``(correct, total)`` over rows ``t < min(T, Tg, length)`` with a gold link.
+    """
+    attention, gold = np.asarray(attention), np.asarray(gold)
+    rows = min(attention.shape[1], gold.shape[1])
+    columns = min(attention.shape[2], gold.shape[2])
+    attention, gold = attention[:, :rows, :columns], gold[:, :rows, :columns] > 0
+    linked = gold.any(-1)  # (B, rows)
+    if lengths is not None:
+        linked &= np.arange(rows)[None, :] < np.asarray(lengths)[:, None]
+    best = attention.argmax(-1)  # (B, rows)
+    hit = np.take_along_axis(gold, best[..., None], axis=-1)[..., 0]
+    return int((hit & linked).sum()), int(linked.sum())
+
+
+def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[str, Any]:
+    """SacreBLEU corpus BLEU and chrF of natural-text ``hypotheses`` against raw ``references``.
+
+    Returns ``bleu``, ``chrf`` and their signatures ``bleu_signature``,
+    ``chrf_signature`` (e.g. ``nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.5.1``).
+    """
+    if len(hypotheses) != len(references):
+        raise ValueError(
+            f"Expected one hypothesis per reference. Received: {len(hypotheses)} hypotheses, "
+            f"{len(references)} references"
+        )
+    bleu, chrf = sacrebleu.metrics.BLEU(), sacrebleu.metrics.CHRF()
+    return {
+        "bleu": bleu.corpus_score(list(hypotheses), [list(references)]).score,
+        "bleu_signature": str(bleu.get_signature()),
+        "chrf": chrf.corpus_score(list(hypotheses), [list(references)]).score,
+        "chrf_signature": str(chrf.get_signature()),
+    }
+
+
+def evaluate(
+    model: Decoder,
+    split: tf.data.Dataset,
+    vocabularies: Vocabularies,
+    *,
+    batch_size: int = 256,
+    beam_size: int = 1,
+    length_penalty: float = 0.0,
+    coverage_penalty: float = 0.0,
+    max_length: int = 64,
+    max_source_length: int | None = None,
+    samples: int = 3,
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """Translates ``split`` and scores it.
+
+    Returns:
+        ``(metrics, samples)``: metrics ``bleu``, ``chrf`` and their
+        signatures (``corpus_scores``), ``exact_match``, ``examples`` and,
+        with gold alignments, ``alignment_accuracy``;
+        the first ``samples`` translations with their source tokens, output
+        tokens and ``(T, Ts)`` attention, for plots (``sample``). Sources are
+        cut at ``max_source_length`` tokens (``max_length`` if None), outputs
+        at ``max_length``.
+    """
+    with_alignment = "alignment" in split.element_spec
+    max_source_length = max_source_length or max_length
+    translate = translator.translate_fn(
+        model,
+        vocabularies,
+        max_length=max_length,
+        max_source_length=max_source_length,
+        beam_size=beam_size,
+        alpha=length_penalty,
+        beta=coverage_penalty,
+    )
+    batches = make_text_batches(
+        split,
+        vocabularies,
+        batch_size,
+        max_length=max_source_length,
+        with_alignment=with_alignment,
+    )
+    hypotheses: list[str] = []
+    references: list[str] = []
+    correct = total = 0
+    kept: list[dict[str, Any]] = []
+    for batch in batches:
+        outputs = {name: value.numpy() for name, value in translate(batch["source"]).items()}
+        hypotheses.extend(text.decode("utf-8") for text in outputs["translation"])
+        references.extend(text.decode("utf-8").strip() for text in batch["target"].numpy())
+        if with_alignment:
+            hits, count = alignment_accuracy(
+                outputs["attention"], batch["alignment"].numpy(), outputs["target_length"]
+            )
+            correct, total = correct + hits, total + count
+        for index in range(min(samples - len(kept), len(outputs["translation"]))):
+            kept.append(sample(outputs, index, model))
+    metrics = {
+        "examples": len(hypotheses),
+        **corpus_scores(hypotheses, references),
+        "exact_match": float(np.mean([h == r for h, r in zip(hypotheses, references)])),
+    }
+    if with_alignment:
+        metrics["alignment_accuracy"] = correct / max(total, 1)
+    return metrics, kept
+
+
+def sample(outputs: dict[str, np.ndarray], index: int, model: Any = None) -> dict[str, Any]:
+    """Sentence ``index`` of ``translator.translate``'s outputs, for the heat-maps.
+
+    Its ``source`` and ``target`` tokens and ``(T, Ts)`` ``attention``
+    (``translator.sentences``). For a model with ``cross_attention`` (the
+    Transformer), also ``heads``: the ``(H, T, Ts)`` weights of every head of
+    its alignment layer, from a teacher-forced pass over the output (their
+    mean is ``attention``).
+    """
+    one = {name: value[index : index + 1] for name, value in outputs.items()}
+    kept = translator.sentences(one)[0]
+    length, source_length = len(kept["target"]), len(kept["source"])
+    if hasattr(model, "cross_attention") and length:
+        ids = outputs["ids"][index, :length]
+        target_in = np.concatenate([[START_ID], ids[:-1]]).astype("int32")[None]
+        source_ids = outputs["source_ids"][index : index + 1, :source_length]
+        layers = model.cross_attention(source_ids, target_in)
+        kept["heads"] = np.asarray(layers[model.alignment_layer][0])  # (H, T, Ts)
+    return kept

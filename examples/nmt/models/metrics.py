@@ -1,0 +1,31 @@
+"""The training metric: token accuracy over non-padding targets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from examples.nmt.text.special import PAD_ID
+
+
+@keras.saving.register_keras_serializable(package="examples_nmt")
+class MaskedAccuracy(keras.metrics.Metric):
+    """Token accuracy over non-padding targets (``y_true != 0``)."""
+
+    def __init__(self, name: str = "masked_accuracy", **kwargs: Any):
+        super().__init__(name=name, **kwargs)
+        self.correct = self.add_variable((), initializer="zeros", name="correct")
+        self.count = self.add_variable((), initializer="zeros", name="count")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        del sample_weight  # the padding mask is the only weight
+        y_true = tf.cast(y_true, tf.int32)
+        mask = tf.cast(y_true != PAD_ID, tf.float32)
+        hits = tf.cast(tf.argmax(y_pred, -1, output_type=tf.int32) == y_true, tf.float32)
+        self.correct.assign_add(tf.reduce_sum(hits * mask))
+        self.count.assign_add(tf.reduce_sum(mask))
+
+    def result(self):
+        return tf.math.divide_no_nan(self.correct, self.count)

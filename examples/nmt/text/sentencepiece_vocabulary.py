@@ -1,0 +1,158 @@
+"""SentencePiece vocabularies: learned with ``sentencepiece``, run by TensorFlow Text.
+
+``SentencePieceVocabulary.train`` learns a unigram, BPE or character model
+from the training text only, case kept, NFKC-normalized by
+``examples.nmt.text.normalization.normalize``; the model is a byte string, saved as
+``{side}_sentencepiece.model`` in a run's folder. Encoding and decoding are
+``tensorflow_text.SentencepieceTokenizer`` ops, so a SavedModel holding the
+vocabulary tokenizes and detokenizes by itself, exactly as training did:
+``"Let's go."`` -> ``["▁Let", "'", "s", "▁go", "."]`` -> ``"Let's go."``.
+
+Ids follow ``examples.nmt.text.special``: the model's pad, unknown, begin and
+end pieces are ``[PAD]`` = 0, ``[UNK]`` = 1, ``[START]`` = 2, ``[END]`` = 3.
+A ``"char"`` model has no word-boundary piece (``add_dummy_prefix`` off), so
+``"1998-05-09"`` is ten pieces, one a character.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+
+import sentencepiece
+import tensorflow as tf
+import tensorflow_text as tf_text
+from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
+
+from examples.nmt.text.normalization import normalize
+from examples.nmt.text.special import END_ID
+from examples.nmt.text.special import PAD_ID
+from examples.nmt.text.special import RESERVED
+from examples.nmt.text.special import START_ID
+from examples.nmt.text.special import UNK_ID
+from examples.nmt.text.special import content_mask
+
+MODEL_TYPES = ("unigram", "bpe", "char")
+# Sentences SentencePiece samples to learn from (Tatoeba fra-eng has ~200k).
+_TRAINING_SENTENCES = 1_000_000
+
+
+class _SharedModelResource(tf.saved_model.experimental.TrackableResource):
+    """The loaded SentencePiece model, kept in TensorFlow's resource manager.
+
+    ``SentencepieceTokenizer``'s own resource belongs to the kernel that made
+    it, and eager kernels are dropped whenever the kernel cache is cleared
+    (``tf.random.set_seed``, ``keras.utils.set_random_seed``): every later call
+    then fails with "Resource ... does not exist". A shared name keyed by the
+    model's bytes keeps it (the same model, the same resource).
+    """
+
+    def __init__(self, model: bytes):
+        super().__init__()
+        self._model = model
+        self._shared_name = "sentencepiece_" + hashlib.sha256(model).hexdigest()[:32]
+        _ = self.resource_handle  # creates the resource
+
+    def _create_resource(self):
+        # The op SentencepieceTokenizer runs, plus a shared name.
+        ops = tf_text_sentencepiece.gen_sentencepiece_tokenizer
+        return ops.sentencepiece_op(model=self._model, shared_name=self._shared_name)
+
+
+class SentencePieceVocabulary(tf.Module):
+    """A SentencePiece model with the example's vocabulary methods (see the module doc).
+
+    Args:
+        model: the serialized SentencePiece model (``ModelProto`` bytes),
+            whose first four pieces are ``special.RESERVED``.
+    """
+
+    kind = "sentencepiece"
+
+    def __init__(self, model: bytes):
+        super().__init__(name="sentencepiece_vocabulary")
+        if not isinstance(model, bytes):
+            raise TypeError(f"Expected `model` as bytes. Received: {type(model).__name__}")
+        processor = sentencepiece.SentencePieceProcessor(model_proto=model)
+        pieces = tuple(processor.id_to_piece(i) for i in range(processor.get_piece_size()))
+        if pieces[: len(RESERVED)] != RESERVED:
+            raise ValueError(
+                f"Expected a SentencePiece model whose first pieces are {RESERVED}. "
+                f"Received: {pieces[: len(RESERVED)]}"
+            )
+        self.model = model
+        self.tokens = pieces
+        self._tokenizer = tf_text.SentencepieceTokenizer(model=model, out_type=tf.int32)
+        # Swapped for a resource that survives a cleared kernel cache (see its doc).
+        self._tokenizer._model_resource = _SharedModelResource(model)  # noqa: SLF001
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    @classmethod
+    def train(
+        cls, texts: tf.data.Dataset, model_type: str = "unigram", vocab_size: int = 8000
+    ) -> SentencePieceVocabulary:
+        """Learns a model from a dataset of ``(B,)`` string batches.
+
+        ``vocab_size`` counts the reserved pieces; a small corpus may yield
+        fewer pieces (no error). Every character of the text is kept
+        (``character_coverage=1.0``), so no training character maps to ``[UNK]``.
+        """
+        if model_type not in MODEL_TYPES:
+            raise ValueError(f"Expected `model_type` in {MODEL_TYPES}. Received: {model_type!r}")
+
+        def sentences():
+            for batch in texts.map(normalize):
+                yield from (text.decode("utf-8") for text in batch.numpy())
+
+        writer = io.BytesIO()
+        sentencepiece.SentencePieceTrainer.train(
+            sentence_iterator=sentences(),
+            model_writer=writer,
+            model_type=model_type,
+            vocab_size=vocab_size,
+            hard_vocab_limit=False,
+            character_coverage=1.0,
+            input_sentence_size=_TRAINING_SENTENCES,
+            shuffle_input_sentence=True,
+            add_dummy_prefix=model_type != "char",
+            pad_id=PAD_ID,
+            unk_id=UNK_ID,
+            bos_id=START_ID,
+            eos_id=END_ID,
+            pad_piece=RESERVED[PAD_ID],
+            unk_piece=RESERVED[UNK_ID],
+            bos_piece=RESERVED[START_ID],
+            eos_piece=RESERVED[END_ID],
+            num_threads=2,
+            minloglevel=2,
+        )
+        return cls(writer.getvalue())
+
+    @staticmethod
+    def file_name(side: str) -> str:
+        """The file of a run's ``side`` (``"source"``/``"target"``) model."""
+        return f"{side}_sentencepiece.model"
+
+    def save(self, path: str | os.PathLike) -> None:
+        with open(path, "wb") as file:
+            file.write(self.model)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> SentencePieceVocabulary:
+        with open(path, "rb") as file:
+            return cls(file.read())
+
+    def encode(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """``(B,)`` strings -> ``(B, None)`` int32 piece ids, no special ids."""
+        return self._tokenizer.tokenize(normalize(texts))
+
+    def decode(self, ids: tf.Tensor) -> tf.Tensor:
+        """``(B, T)`` ids -> ``(B,)`` natural text, stopping at ``[END]``.
+
+        Pads and ``[START]`` are dropped; SentencePiece joins the pieces.
+        """
+        ids = tf.convert_to_tensor(ids, dtype=tf.int32)
+        return self._tokenizer.detokenize(tf.ragged.boolean_mask(ids, content_mask(ids)))

@@ -1,0 +1,123 @@
+"""Word vocabularies: lower-cased, standardized word tokens, looked up in TensorFlow ops.
+
+A word ``Vocabulary`` lists tokens by decreasing count (ties in token order)
+after the reserved ones (``examples.nmt.text.special``) and is saved as a
+plain text file, one token a line, line number = id. Like
+``SentencePieceVocabulary`` it is a ``tf.Module`` with ``encode`` (strings ->
+ragged int32 ids), ``decode`` (ids -> strings, stopping at ``[END]``) and
+``tokens`` (id -> token string), so a SavedModel that holds one carries its
+tables.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+from collections.abc import Sequence
+
+import tensorflow as tf
+
+from examples.nmt.text.normalization import tokenize
+from examples.nmt.text.special import RESERVED
+from examples.nmt.text.special import UNK_ID
+from examples.nmt.text.special import content_mask
+
+
+def lookup_table(tokens: Sequence[str]) -> tf.lookup.StaticHashTable:
+    """Token -> int64 id (line number) table, ``UNK_ID`` for unknown tokens."""
+    initializer = tf.lookup.KeyValueTensorInitializer(
+        tf.constant(tuple(tokens)), tf.range(len(tokens), dtype=tf.int64)
+    )
+    return tf.lookup.StaticHashTable(initializer, default_value=UNK_ID)
+
+
+def detokenize(ids: tf.Tensor, tokens: tf.Tensor) -> tf.Tensor:
+    """``(..., T)`` ids -> ``(...)`` strings of ``tokens[ids]``, stopping at ``[END]``.
+
+    Padding and ``[START]`` are dropped; the tokens are joined by single
+    spaces. ``tokens`` is the ``(V,)`` string tensor of a vocabulary. Pure
+    TensorFlow ops: it runs in ``tf.function`` and in a SavedModel.
+    """
+    ids = tf.convert_to_tensor(ids, dtype=tf.int32)
+    keep = content_mask(ids)
+    words = tf.where(keep, tf.gather(tokens, ids), "")
+    joined = tf.strings.reduce_join(words, axis=-1, separator=" ")
+    return tf.strings.strip(tf.strings.regex_replace(joined, " +", " "))
+
+
+class Vocabulary(tf.Module):
+    """Lower-cased word tokens with lookups both ways; see the module doc."""
+
+    kind = "words"
+
+    def __init__(self, tokens: Sequence[str]):
+        super().__init__(name="word_vocabulary")
+        if tuple(tokens[: len(RESERVED)]) != RESERVED:
+            raise ValueError(
+                f"Expected the first tokens to be {RESERVED}. Received: {tuple(tokens[:4])}"
+            )
+        if len(set(tokens)) != len(tokens):
+            raise ValueError("Expected distinct tokens. Received duplicates.")
+        self.tokens = tuple(tokens)
+        self._token_tensor = tf.constant(self.tokens)
+        self._table = lookup_table(self.tokens)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    @classmethod
+    def from_counts(
+        cls, counts: collections.Counter, max_size: int | None = None, min_count: int = 1
+    ) -> Vocabulary:
+        """Most frequent tokens first, at most ``max_size`` ids in all."""
+        ranked = sorted((-n, token) for token, n in counts.items() if n >= min_count)
+        words = [token for _, token in ranked if token not in RESERVED]
+        limit = None if max_size is None else max(max_size - len(RESERVED), 0)
+        return cls(RESERVED + tuple(words[:limit]))
+
+    @staticmethod
+    def file_name(side: str) -> str:
+        """The file of a run's ``side`` (``"source"``/``"target"``) vocabulary."""
+        return f"{side}_vocabulary.txt"
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Writes one token a line (UTF-8)."""
+        with open(path, "w", encoding="utf-8", newline="\n") as file:
+            file.write("\n".join(self.tokens) + "\n")
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> Vocabulary:
+        with open(path, encoding="utf-8", newline="\n") as file:
+            return cls(file.read().split("\n")[:-1])
+
+    def lookup(self, tokens: tf.Tensor | tf.RaggedTensor) -> tf.Tensor | tf.RaggedTensor:
+        """Token strings -> int32 ids (``UNK_ID`` for unknown tokens)."""
+        if isinstance(tokens, tf.RaggedTensor):
+            return tokens.with_flat_values(self.lookup(tokens.flat_values))
+        return tf.cast(self._table.lookup(tokens), tf.int32)
+
+    def encode(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """``(B,)`` strings -> ``(B, None)`` int32 ids of their standardized words."""
+        return self.lookup(tokenize(texts))
+
+    def decode(self, ids: tf.Tensor) -> tf.Tensor:
+        """``(..., T)`` ids -> ``(...)`` strings, stopping at ``[END]``.
+
+        Padding and ``[START]`` are dropped; the tokens are joined by spaces
+        (``detokenize``).
+        """
+        return detokenize(ids, self._token_tensor)
+
+
+def _update_counts(counts: collections.Counter, texts: tf.Tensor) -> None:
+    counts.update(token.decode("utf-8") for token in tokenize(texts).flat_values.numpy())
+
+
+def word_vocabulary(
+    texts: tf.data.Dataset, max_size: int | None = None, min_count: int = 1
+) -> Vocabulary:
+    """A word ``Vocabulary`` of a dataset of ``(B,)`` string batches."""
+    counts: collections.Counter = collections.Counter()
+    for batch in texts:
+        _update_counts(counts, batch)
+    return Vocabulary.from_counts(counts, max_size, min_count)

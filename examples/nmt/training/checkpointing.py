@@ -1,0 +1,125 @@
+"""Resumable training: a killed run restarts after its last finished epoch, same results.
+
+``RunCheckpoint`` replaces ``BackupAndRestore`` + ``ModelCheckpoint`` +
+``CSVLogger``. At the end of every epoch it writes, in ``backup/``:
+
+1. ``best_E.weights.h5`` when the epoch improved ``val_loss``;
+2. ``epoch_N.weights.h5``: model and optimizer after ``N`` finished epochs;
+3. ``state.json``, written to a temporary file and renamed, which names
+   those two files and holds the best epoch and ``val_loss``, the
+   ``EarlyStopping`` counters (``wait``, ``best``, ``best_epoch``), the
+   history rows and the training time. Renaming it commits the epoch;
+
+then rewrites ``history.csv`` from the history rows and deletes the files
+``state.json`` no longer names. A kill at any point leaves the state of the
+last committed epoch whole. ``restore`` reloads it before ``fit``
+(``initial_epoch``) and ``on_train_begin`` hands the counters back to
+``EarlyStopping``; the training batches of the resumed epochs are the same
+because the caller skips the batches of the finished ones. After ``fit``,
+``restore_best`` loads the best epoch's weights.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+from typing import Any
+
+import keras
+
+from examples.nmt import runs
+
+STATE = "state.json"
+
+
+class RunCheckpoint(keras.callbacks.Callback):
+    """See the module doc. Place it after ``early_stopping`` in the callbacks."""
+
+    def __init__(
+        self,
+        directory: str,
+        early_stopping: keras.callbacks.EarlyStopping,
+        history_path: str,
+        monitor: str = "val_loss",
+    ):
+        super().__init__()
+        self.directory = directory
+        self.early_stopping = early_stopping
+        self.history_path = history_path
+        self.monitor = monitor
+        self.state: dict[str, Any] = {
+            "epochs_done": 0,
+            "weights": None,
+            "best_epoch": None,
+            "best_value": None,
+            "best_weights": None,
+            "early_stopping": None,
+            "stopped": False,
+            "history": [],
+            "train_seconds": 0.0,
+        }
+        self._start = time.perf_counter()
+        self._seconds_before = 0.0
+
+    @staticmethod
+    def load_state(directory: str) -> dict[str, Any] | None:
+        return runs.read_json(os.path.join(directory, STATE))
+
+    def restore(self, model: keras.Model) -> int:
+        """Loads the committed state into ``model`` (compiled); returns the epochs done."""
+        state = self.load_state(self.directory)
+        if state is None:
+            return 0
+        self.state = state
+        self._seconds_before = state["train_seconds"]
+        model.optimizer.build(model.trainable_variables)  # so its variables load too
+        model.load_weights(os.path.join(self.directory, state["weights"]))
+        return state["epochs_done"]
+
+    def on_train_begin(self, logs=None):
+        self._start = time.perf_counter()
+        saved = self.state["early_stopping"]
+        if saved is not None:  # after EarlyStopping's own reset
+            for name, value in saved.items():
+                setattr(self.early_stopping, name, value)
+
+    def _save_weights(self, name: str) -> str:
+        temporary = os.path.join(self.directory, f"{name}.tmp.weights.h5")
+        self.model.save_weights(temporary)
+        os.replace(temporary, os.path.join(self.directory, f"{name}.weights.h5"))
+        return f"{name}.weights.h5"
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = dict(logs or {})
+        value = float(logs[self.monitor])
+        state = dict(self.state)
+        if state["best_value"] is None or value < state["best_value"]:
+            state.update(
+                best_epoch=epoch, best_value=value, best_weights=self._save_weights(f"best_{epoch}")
+            )
+        stopping = self.early_stopping
+        best = None if stopping.best is None else float(stopping.best)
+        state.update(
+            epochs_done=epoch + 1,
+            weights=self._save_weights(f"epoch_{epoch + 1}"),
+            early_stopping={"wait": stopping.wait, "best": best, "best_epoch": stopping.best_epoch},
+            stopped=bool(self.model.stop_training),
+            history=[
+                *state["history"],
+                {"epoch": epoch, **{k: float(v) for k, v in logs.items() if k != "learning_rate"}},
+            ],
+            train_seconds=self._seconds_before + time.perf_counter() - self._start,
+        )
+        runs.write_json(state, os.path.join(self.directory, STATE))  # the commit
+        self.state = state
+        runs.write_history(state["history"], self.history_path)
+        keep = {STATE, state["weights"], state["best_weights"]}
+        for path in glob.glob(os.path.join(self.directory, "*")):
+            if os.path.basename(path) not in keep:
+                os.remove(path)
+
+    def restore_best(self, model: keras.Model) -> None:
+        """Loads the best epoch's weights into ``model``."""
+        if self.state["best_weights"] is not None:
+            model.load_weights(os.path.join(self.directory, self.state["best_weights"]))

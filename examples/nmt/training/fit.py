@@ -1,0 +1,168 @@
+"""Fit and resume: the model of ``--architecture``, compiled and trained to the end.
+
+``fit`` batches the splits, builds the model under the ``--strategy``
+(``examples.nmt.training.distribution``), starts the output bias from the
+target unigram frequencies (``--output-bias unigram``), trains with
+``RunCheckpoint`` (``examples.nmt.training.checkpointing``: a killed run resumes
+after its last finished epoch, on the same batches) and saves the best
+epoch's ``model.keras``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shutil
+from collections.abc import Sequence
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from examples.nmt import runs
+from examples.nmt.data.batching import make_batches
+from examples.nmt.data.sources import Splits
+from examples.nmt.data.statistics import count_batches
+from examples.nmt.data.statistics import target_log_prior
+from examples.nmt.models.losses import MaskedCrossentropy
+from examples.nmt.models.metrics import MaskedAccuracy
+from examples.nmt.models.rnn import build_model
+from examples.nmt.models.transformer import build_transformer
+from examples.nmt.text.vocabularies import Vocabularies
+from examples.nmt.training import distribution
+from examples.nmt.training.checkpointing import RunCheckpoint
+
+
+def learning_rate_schedule(args: argparse.Namespace, steps_per_epoch: int):
+    """Linear warm-up to ``--learning-rate``, then cosine decay to 0 at the last epoch."""
+    total = max(args.epochs * steps_per_epoch, 1)
+    warmup = min(args.warmup_steps, total // 2)
+    return keras.optimizers.schedules.CosineDecay(
+        0.0,
+        decay_steps=max(total - warmup, 1),
+        warmup_target=args.learning_rate,
+        warmup_steps=warmup,
+    )
+
+
+def tensorboard_callbacks(args: argparse.Namespace) -> list[keras.callbacks.Callback]:
+    if importlib.util.find_spec("tensorboard") is None:  # tf.summary needs it
+        print("TensorBoard is not installed: no logs/ (pip install tensorboard).")
+        return []
+    return [keras.callbacks.TensorBoard(os.path.join(args.output_dir, "logs"), write_graph=False)]
+
+
+def make_model(args: argparse.Namespace, vocabularies: Vocabularies) -> keras.Model:
+    """The ``--architecture`` model, sized by the arguments and the vocabularies."""
+    sizes = len(vocabularies.source), len(vocabularies.target)
+    if args.architecture == "transformer":
+        return build_transformer(
+            *sizes,
+            d_model=args.d_model,
+            num_heads=args.num_heads,
+            layers=args.layers,
+            ff_dim=args.ff_dim,
+            dropout=args.dropout,
+            alignment_layer=args.alignment_layer,
+        )
+    return build_model(
+        *sizes,
+        embedding_dim=args.embedding_dim,
+        units=args.units,
+        attention=args.attention,
+        decoder=args.decoder,
+        rnn=args.rnn,
+        num_heads=args.num_heads,
+        dropout=args.dropout,
+    )
+
+
+def fit(
+    args: argparse.Namespace,
+    splits: Splits,
+    vocabularies: Vocabularies,
+    extra_callbacks: Sequence[keras.callbacks.Callback] = (),
+    strategy: tf.distribute.Strategy | None = None,
+) -> tuple[keras.Model, dict[str, Any]]:
+    """Trains (or resumes) to the end; saves the best epoch's ``model.keras``."""
+    out = args.output_dir
+    batches = {
+        name: make_batches(
+            splits[name],
+            vocabularies,
+            args.batch_size,
+            training=name == "train",
+            max_length=args.max_length,
+            seed=args.seed,
+        )
+        for name in ("train", "validation")
+    }
+    steps_per_epoch = count_batches(batches["train"])
+    validation_steps = count_batches(batches["validation"])  # no "ran out of data" warning
+    backup = os.path.join(out, "backup")
+    os.makedirs(backup, exist_ok=True)
+    early_stopping = keras.callbacks.EarlyStopping(patience=args.patience, verbose=1)
+    checkpoint = RunCheckpoint(backup, early_stopping, os.path.join(out, runs.HISTORY))
+
+    if args.mixed_precision:
+        keras.mixed_precision.set_global_policy("mixed_float16")
+    strategy = strategy or distribution.make_strategy(args.strategy)
+    try:
+        with strategy.scope():
+            model = make_model(args, vocabularies)
+            if args.output_bias == "unigram":
+                model.output_layer.bias.assign(
+                    target_log_prior(batches["train"], len(vocabularies.target))
+                )
+            optimizer = keras.optimizers.Adam(
+                learning_rate_schedule(args, steps_per_epoch), clipnorm=args.clipnorm or None
+            )
+            model.compile(
+                optimizer=optimizer,
+                loss=MaskedCrossentropy(args.label_smoothing),
+                metrics=[MaskedAccuracy()],
+                jit_compile=args.jit_compile,
+            )
+            done = checkpoint.restore(model)
+            if distribution.worker_count(strategy) > 1:
+                distribution.prepare_multi_worker_fit(model, batches["train"])
+        print(
+            f"Training {model.name}: {model.count_params():,} parameters, "
+            f"{steps_per_epoch} steps an epoch, on {strategy.num_replicas_in_sync} replicas."
+        )
+        if done:
+            print(f"Resuming after epoch {done} (backup in {backup}).")
+        # Repeated: bucketing makes the batch count vary a little by epoch. A
+        # resumed run skips the batches of the finished epochs, so that it
+        # trains on the same batches as an uninterrupted one.
+        model.fit(
+            batches["train"].repeat().skip(done * steps_per_epoch),
+            steps_per_epoch=steps_per_epoch,
+            validation_data=batches["validation"].repeat(),
+            validation_steps=validation_steps,
+            initial_epoch=done,
+            epochs=done if checkpoint.state["stopped"] else args.epochs,
+            callbacks=[early_stopping, checkpoint, *tensorboard_callbacks(args), *extra_callbacks],
+            verbose=1,
+            shuffle=False,
+        )
+    finally:
+        if args.mixed_precision:
+            keras.mixed_precision.set_global_policy("float32")
+    state = checkpoint.state
+    checkpoint.restore_best(model)
+    summary = {
+        "best_epoch": state["best_epoch"] + 1,
+        "best_val_loss": state["best_value"],
+        "epochs": state["epochs_done"],
+        "train_seconds": state["train_seconds"],
+    }
+    print(
+        f"Best epoch: {summary['best_epoch']} of {summary['epochs']} "
+        f"(val_loss {summary['best_val_loss']:.4f}); model.keras holds its weights."
+    )
+    runs.save_model(model, os.path.join(out, runs.MODEL))
+    runs.write_json(summary, os.path.join(out, runs.TRAINING))  # training is done
+    shutil.rmtree(backup)
+    return model, summary

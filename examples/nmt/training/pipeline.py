@@ -1,0 +1,169 @@
+"""The whole training run: data, vocabularies, fit or resume, evaluation, plots, export.
+
+``train(args)`` is what ``python -m examples.nmt.train`` runs once the
+arguments are parsed: it says which devices it trains on, prepares the
+output folder (``examples.nmt.runs``: a used one resumes), loads the splits
+(``examples.nmt.data``), builds or reloads the vocabularies
+(``examples.nmt.text``), fits (``examples.nmt.training.fit``) unless training
+is done, then ``finish``es: evaluation on the test split
+(``examples.nmt.evaluation``), heat-maps and curves (``examples.nmt.plots``),
+``metrics.json`` and the SavedModel (``examples.nmt.export``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import keras
+import tensorflow as tf
+
+from examples.nmt import cli
+from examples.nmt import evaluation
+from examples.nmt import export
+from examples.nmt import plots
+from examples.nmt import runs
+from examples.nmt.data import sources
+from examples.nmt.text.vocabularies import Vocabularies
+from examples.nmt.text.vocabularies import build_vocabularies
+from examples.nmt.training import distribution
+from examples.nmt.training.fit import fit
+
+
+def load_splits(args: argparse.Namespace) -> sources.Splits:
+    """The data, with a one-line ``RunError`` for a missing file or an empty split."""
+    try:
+        splits = sources.splits_from_args(args)
+        for name, split in splits.items():
+            if next(iter(split.take(1)), None) is None:
+                raise cli.RunError(f"the {name} split of {args.dataset} is empty")
+    except (OSError, ValueError, tf.errors.OpError) as error:
+        raise cli.RunError(str(error)) from error
+    return splits
+
+
+def train(
+    args: argparse.Namespace,
+    extra_callbacks: Sequence[keras.callbacks.Callback] = (),
+    strategy: tf.distribute.Strategy | None = None,
+) -> dict[str, Any]:
+    """Runs the whole pipeline for parsed ``args``; returns the metrics.
+
+    ``strategy``: made from ``args.strategy`` here if None (too late for
+    ``multiworker``: ``main`` makes it first). The first line printed names
+    the devices (``distribution.describe``).
+
+    Raises:
+        cli.RunError: a used output folder, missing or too little data, a
+            failed export (after ``metrics.json`` is written).
+    """
+    cli.require_tensorflow_backend()
+    start = time.perf_counter()
+    strategy = strategy or distribution.make_strategy(args.strategy)
+    print(distribution.describe(strategy))
+    resuming = runs.prepare_output_dir(args)
+    keras.utils.set_random_seed(args.seed)
+    splits = load_splits(args)
+    vocabularies = run_vocabularies(args, splits["train"], resuming)
+    training_path = os.path.join(args.output_dir, runs.TRAINING)
+    if resuming and os.path.isfile(training_path):
+        print(f"Training of the run in {args.output_dir} is done: evaluating and exporting it.")
+        model, _ = runs.load_run(args.output_dir)
+        with open(training_path, encoding="utf-8") as file:
+            summary = json.load(file)
+    else:
+        model, summary = fit(args, splits, vocabularies, extra_callbacks, strategy)
+    return finish(args, model, vocabularies, splits, summary, start)
+
+
+def run_vocabularies(
+    args: argparse.Namespace, train_split: tf.data.Dataset, resuming: bool
+) -> Vocabularies:
+    """A resumed run's saved vocabularies, or new ones from the training split (then saved)."""
+    if resuming:
+        try:
+            return Vocabularies.load(args.output_dir)
+        except FileNotFoundError:  # killed before they were written: build them again
+            print(f"No saved vocabularies in {args.output_dir}: building them.")
+    start = time.perf_counter()
+    vocabularies = build_vocabularies(
+        train_split, args.vocab_size, args.source_tokenizer, args.target_tokenizer
+    )
+    vocabularies.save(args.output_dir)
+    print(
+        f"Vocabularies: {len(vocabularies.source):,} {args.source_tokenizer} source and "
+        f"{len(vocabularies.target):,} {args.target_tokenizer} target tokens "
+        f"({time.perf_counter() - start:.0f} s)."
+    )
+    return vocabularies
+
+
+def finish(
+    args: argparse.Namespace,
+    model: keras.Model,
+    vocabularies: Vocabularies,
+    splits: sources.Splits,
+    summary: dict[str, Any],
+    start: float,
+) -> dict[str, Any]:
+    """Evaluates on test, plots, writes ``metrics.json``, then exports."""
+    out = args.output_dir
+    metrics, samples = {}, []
+    if not args.no_evaluate:
+        metrics, samples = evaluation.evaluate(
+            model,
+            splits["test"],
+            vocabularies,
+            beam_size=args.beam_size,
+            length_penalty=args.length_penalty,
+            coverage_penalty=args.coverage_penalty,
+            max_length=args.max_decode_length,
+            max_source_length=args.max_length,
+            samples=args.samples,
+        )
+    metrics["best_epoch"] = summary["best_epoch"]
+    metrics["train_seconds"] = round(summary["train_seconds"], 1)
+    outputs = [
+        runs.MODEL,
+        vocabularies.source.file_name("source"),
+        vocabularies.target.file_name("target"),
+    ]
+    plots.plot_history(os.path.join(out, runs.HISTORY), os.path.join(out, "training_curves.png"))
+    outputs.append("training_curves.png")
+    outputs += [os.path.basename(path) for path in plots.save_heatmaps(samples, out)]
+    metrics_path = os.path.join(out, runs.METRICS)
+    metrics["total_seconds"] = round(time.perf_counter() - start, 1)
+    runs.save_metrics(metrics, metrics_path)  # before the export, which may fail
+    if not args.no_export:
+        path = os.path.join(out, "saved_model")
+        try:
+            export.export_translator(
+                model,
+                vocabularies,
+                path,
+                args.max_decode_length,
+                args.max_length,
+                beam_size=args.beam_size,
+                alpha=args.length_penalty,
+                beta=args.coverage_penalty,
+            )
+        except Exception as error:  # any failure: one clear line
+            raise cli.RunError(
+                f"could not write the SavedModel to {path} ({type(error).__name__}: "
+                f"{str(error).splitlines()[0] if str(error) else ''}); {metrics_path} and "
+                "model.keras are saved: free that path and run the same command again to "
+                "export without training"
+            ) from error
+        outputs.append("saved_model/")
+        metrics["total_seconds"] = round(time.perf_counter() - start, 1)
+        runs.save_metrics(metrics, metrics_path)
+    outputs += [runs.METRICS, runs.HISTORY]
+    print("Test:", json.dumps(metrics, sort_keys=True))
+    if os.path.isdir(os.path.join(out, "logs")):
+        outputs.append("logs/ (TensorBoard)")
+    print(f"Outputs in {os.path.abspath(out)}: {', '.join(outputs)}")
+    return metrics

@@ -1,0 +1,168 @@
+"""Resumable training: RunCheckpoint keeps the best epoch and early stopping; killed runs resume."""
+
+import csv
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import keras
+import numpy as np
+import pytest
+
+if keras.backend.backend() != "tensorflow":
+    pytest.skip("examples.nmt is TensorFlow-based", allow_module_level=True)
+
+tf = pytest.importorskip("tensorflow")
+
+import tiny  # noqa: E402
+
+from examples.nmt.training import checkpointing  # noqa: E402
+
+ROOT = tiny.ROOT
+
+
+def fake_epoch(callbacks, model, epoch, val_loss):
+    model.layers[-1].kernel.assign(np.full((2, 1), float(epoch), "float32"))
+    for callback in callbacks:
+        callback.on_epoch_end(epoch, {"loss": 1.0, "val_loss": val_loss})
+
+
+def compiled_model():
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, use_bias=False)])
+    model.compile("adam", "mse")
+    model.optimizer.build(model.trainable_variables)
+    return model
+
+
+def checkpoint_callbacks(directory, model):
+    stopping = keras.callbacks.EarlyStopping(patience=2)
+    (directory / "backup").mkdir(exist_ok=True)
+    checkpoint = checkpointing.RunCheckpoint(
+        str(directory / "backup"), stopping, str(directory / "history.csv")
+    )
+    for callback in (stopping, checkpoint):
+        callback.set_model(model)
+    return stopping, checkpoint
+
+
+def test_resumed_run_keeps_the_best_epoch_and_early_stopping_state(tmp_path):
+    losses = [1.0, 0.5, 0.7, 0.8]  # best: epoch 1; patience 2 stops after epoch 3
+    model = compiled_model()
+    stopping, checkpoint = checkpoint_callbacks(tmp_path, model)
+    checkpoint.on_train_begin()
+    stopping.on_train_begin()
+    for epoch in range(3):
+        fake_epoch([stopping, checkpoint], model, epoch, losses[epoch])
+    # "Killed" here; a new process resumes.
+    model = compiled_model()
+    stopping, checkpoint = checkpoint_callbacks(tmp_path, model)
+    assert checkpoint.restore(model) == 3
+    np.testing.assert_array_equal(model.layers[-1].kernel.numpy(), 2.0)  # last epoch's weights
+    stopping.on_train_begin()
+    checkpoint.on_train_begin()
+    assert (stopping.wait, stopping.best, stopping.best_epoch) == (1, 0.5, 1)
+    fake_epoch([stopping, checkpoint], model, 3, losses[3])
+    assert model.stop_training and checkpoint.state["stopped"]
+    assert checkpoint.state["best_epoch"] == 1
+    checkpoint.restore_best(model)
+    np.testing.assert_array_equal(model.layers[-1].kernel.numpy(), 1.0)  # best epoch's
+    assert tiny.history_epochs(tmp_path) == [0, 1, 2, 3]
+    assert sorted(os.listdir(tmp_path / "backup")) == [
+        "best_1.weights.h5",
+        "epoch_4.weights.h5",
+        "state.json",
+    ]
+
+
+@pytest.mark.slow
+def test_killed_five_times_ends_like_an_uninterrupted_run(date_data_dir, tmp_path):
+    """SIGKILL at random moments, resume each time: same best epoch and test metrics."""
+    env = {
+        **os.environ,
+        "KERAS_BACKEND": "tensorflow",
+        "PYTHONPATH": str(ROOT),
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+    }
+
+    def argv(out):
+        return [
+            sys.executable,
+            "-m",
+            "examples.nmt.train",
+            *tiny.tiny_args(
+                out,
+                "--epochs",
+                "3",
+                "--max-examples",
+                "1000",
+                "--batch-size",
+                "8",
+                "--units",
+                "16",
+                "--no-export",
+                "--samples",
+                "0",
+                data_dir=date_data_dir,
+                examples=64,
+                units=8,
+                max_length=24,
+            ),
+        ]
+
+    def wait_for(process, log, text):
+        while process.poll() is None and text not in log.read_text(errors="replace"):
+            time.sleep(0.02)
+        return time.perf_counter()
+
+    def launch(out, log):
+        """Starts a run; returns it once ``fit`` starts (after its "Training" line)."""
+        process = subprocess.Popen(
+            argv(out), cwd=ROOT, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT
+        )
+        wait_for(process, log, "Training nmt_")
+        return process
+
+    reference, log = tmp_path / "reference", tmp_path / "reference.log"
+    process = launch(reference, log)
+    fit_start = time.perf_counter()
+    fit_seconds = wait_for(process, log, "Best epoch:") - fit_start
+    assert process.wait(timeout=600) == 0, log.read_text()[-3000:]
+    out = tmp_path / "killed"
+    rng = random.Random(0)
+    epochs_at_kills = []
+
+    def epochs_done():
+        state = checkpointing.RunCheckpoint.load_state(str(out / "backup"))
+        return None if state is None else state["epochs_done"]
+
+    for attempt in range(5):
+        before = epochs_done() or 0
+        process = launch(out, tmp_path / f"attempt_{attempt}.log")
+        if attempt % 2 == 0 and before < 2:  # let it commit one more epoch first
+            while process.poll() is None and (epochs_done() or 0) <= before:
+                time.sleep(0.02)
+        # Then a random point of the next epoch: training, validation or saving.
+        time.sleep(rng.uniform(0.0, 0.8) * fit_seconds / 3)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        epochs_at_kills.append(epochs_done())
+    print(f"epochs done at the kills: {epochs_at_kills}; fit took {fit_seconds:.1f} s")
+    # Kills interrupted training (a state was left), some after committed epochs.
+    assert sum(epochs is not None for epochs in epochs_at_kills) >= 2, epochs_at_kills
+    assert any(epochs_at_kills), epochs_at_kills
+    done = subprocess.run(
+        argv(out), cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    expected = json.loads((reference / "metrics.json").read_text())
+    got = json.loads((out / "metrics.json").read_text())
+    for key in ("best_epoch", "exact_match", "bleu", "chrf", "alignment_accuracy"):
+        assert got[key] == expected[key], (key, got, expected)
+    assert tiny.history_epochs(out) == tiny.history_epochs(reference) == [0, 1, 2]
+    with open(reference / "history.csv") as a, open(out / "history.csv") as b:
+        for row_a, row_b in zip(csv.DictReader(a), csv.DictReader(b)):
+            assert float(row_a["val_loss"]) == pytest.approx(float(row_b["val_loss"]), rel=1e-5)
