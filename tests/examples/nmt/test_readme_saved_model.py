@@ -20,11 +20,11 @@ if keras.backend.backend() != "tensorflow":
 
 pytest.importorskip("tensorflow_text")
 
-import nmt_args
+import tiny
 
 from examples.nmt import train
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 README_PATH = '"runs/nmt/saved_model"'
 # Appended to the snippet: what the process imported while it ran.
@@ -51,7 +51,7 @@ def test_the_readme_block_is_the_one_this_test_runs():
 @pytest.fixture(scope="module")
 def saved_model(date_data_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
-    train.main(nmt_args.tiny_args(out, "--no-evaluate", data_dir=date_data_dir))
+    train.main(tiny.tiny_args(out, "--no-evaluate", data_dir=date_data_dir))
     assert (out / "target_sentencepiece.model").exists()  # the SentencePiece op is in the graph
     return out / "saved_model"
 
