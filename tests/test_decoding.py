@@ -226,6 +226,21 @@ def test_finished_hypotheses_extend_with_pad_and_the_search_stops_early():
             assert len(calls) == 2  # step 0, step 1, then every beam has ended
 
 
+def test_two_stage_top_k_equals_top_k_at_a_large_vocabulary(rng):
+    from keras_attention.decoding import loop
+
+    x = rng.normal(size=(6, 8000)).astype("float32")
+    x[0, [5, 4000, 7999]] = 10.0  # ties come lowest index first, as in ops.top_k
+    for k in (1, 4, 90, 120):  # 100 chunks of 80: 120 keeps them all
+        values, indices = loop.top_k(ops.convert_to_tensor(x), k)
+        order = np.argsort(-x, axis=-1, kind="stable")[:, :k]
+        np.testing.assert_array_equal(to_numpy(values), np.take_along_axis(x, order, -1))
+        np.testing.assert_array_equal(to_numpy(indices)[1:], order[1:])
+        # Ties: lowest index first on TensorFlow and JAX; torch.topk orders them freely.
+        same = np.array_equal if BACKEND != "torch" else lambda a, b: set(a) == set(b)
+        assert same(to_numpy(indices)[0], order[0]) or BACKEND == "torch" and k < 3
+
+
 def test_tile_and_reorder_walk_any_nest():
     state = {
         "a": np.arange(2)[:, None] * np.ones((2, 3)),
@@ -412,7 +427,7 @@ def test_graph_inputs_batch_beam_size_and_max_length():
     spec = keras.tree.map_structure(lambda x: tf.TensorSpec([None], tf.int32), state)
     scalar = tf.TensorSpec([], tf.int32)
 
-    @tf.function(input_signature=[spec, scalar, scalar], autograph=False)
+    @tf.function(input_signature=[spec, scalar, scalar])  # autograph on: `int` is a cast
     def search(state, beam_size, max_length):
         beam = decoding.beam_search(step, state, START, END, max_length, beam_size, 0.6, 0.2, PAD)
         drawn = decoding.sample(step, state, START, END, max_length, seed=1)

@@ -43,13 +43,13 @@ def _select(beams: _Beams, logits, attention, index, beam_size, alpha, beta, end
     vocab = logits.shape[-1]
     width = min(beam_size, vocab) if isinstance(beam_size, int) and vocab else None
     width = width or ops.minimum(beam_size, ops.shape(logits)[-1])
-    top_logits, top_tokens = ops.top_k(logits, width)  # (N, k)
+    top_logits, top_tokens = loop.top_k(logits, width)  # (N, k)
     candidates = ops.maximum(top_logits - ops.logsumexp(logits, axis=-1)[:, None], NEG_INF)
     done = beams.finished[:, None]  # (N, 1)
     # A finished hypothesis has one candidate, the end token at no cost.
     first = ops.arange(width) == 0  # (k,)
     candidates = ops.where(done, ops.where(first, 0.0, NEG_INF), candidates)
-    top_tokens = ops.where(done, end_id, ops.cast(top_tokens, "int32"))
+    top_tokens = ops.where(done, end_id, top_tokens)
     total = beams.log_probs[:, None] + candidates  # (N, k)
     lengths = beams.lengths + ops.cast(ops.logical_not(beams.finished), "int32")
     attention = ops.where(done, 0.0, attention)
@@ -154,28 +154,25 @@ def beam_search(
     alpha = _penalty("length_penalty_alpha", length_penalty_alpha)
     beta = _penalty("coverage_penalty_beta", coverage_penalty_beta)
     first = loop.first_leaf(_OWNER, initial_state)
-    batch = ops.shape(first)[0]
-    # Step 0 on the B entries: every beam of an entry starts from the same state.
+    rows = first.shape[0] * beam_size if isinstance(first.shape[0], int) else None
+    rows = rows if isinstance(beam_size, int) else None
+    # Every call of `step` sees N rows (a step may close over tiled memory),
+    # step 0 too, though an entry's beams are copies until it has run.
+    state = tile_state(initial_state, beam_size)
+    n = ops.shape(loop.first_leaf(_OWNER, state))[0]
     index = ops.zeros((), "int32")
-    ids = ops.full((batch,), start_id, "int32")
-    logits, state, attention = loop.call_step(
-        _OWNER, step, ids, initial_state, index, first.shape[0]
-    )
+    ids = ops.full((n,), start_id, "int32")
+    logits, state, attention = loop.call_step(_OWNER, step, ids, state, index, rows)
     has_attention = attention is not None
     if not has_attention and not (isinstance(beta, numbers.Real) and beta == 0):
         validation.fail(
             _OWNER, "coverage_penalty_beta", "0 for a step that returns no attention", beta
         )
     if not has_attention:
-        attention = ops.zeros((batch, 1))
-    state = tile_state(state, beam_size)
-    logits, attention = tile_state((logits, attention), beam_size)
-    n = ops.shape(logits)[0]
-    static_n = first.shape[0] * beam_size if isinstance(first.shape[0], int) else None
-    static_n = static_n if isinstance(beam_size, int) else None
+        attention = ops.zeros((n, 1))
     slots = ops.arange(n, dtype="int32")
     empty = _Beams(
-        last_ids=ops.full((n,), start_id, "int32"),
+        last_ids=ids,
         log_probs=ops.where(slots % beam_size == 0, 0.0, NEG_INF),  # one live beam per entry
         lengths=ops.zeros((n,), "int32"),
         finished=ops.zeros((n,), "bool"),
@@ -185,16 +182,14 @@ def beam_search(
         attention=ops.zeros((max_length, *ops.shape(attention))),
     )
     settings = (beam_size, alpha, beta, end_id, pad_id)
-    # The beams of an entry are copies so far: no state to reorder after step 0.
+    # The beams of an entry are still copies: no state to reorder after step 0.
     beams, _ = _select(empty, logits, attention, index, *settings)
 
     def cond(index, beams, state):
         return ops.logical_and(index < max_length, ops.logical_not(ops.all(beams.finished)))
 
     def body(index, beams, state):
-        logits, state, attention = loop.call_step(
-            _OWNER, step, beams.last_ids, state, index, static_n
-        )
+        logits, state, attention = loop.call_step(_OWNER, step, beams.last_ids, state, index, rows)
         if not has_attention:
             attention = ops.zeros((n, 1))
         beams, parents = _select(beams, logits, attention, index, *settings)

@@ -187,7 +187,7 @@ def sample(
                 vocab = logits.shape[-1]
                 k = top_k or vocab or ops.shape(logits)[-1]
                 k = min(k, vocab) if isinstance(vocab, int) else k
-                scaled, candidates = ops.top_k(scaled, k)  # (N, k), sorted
+                scaled, candidates = loop.top_k(scaled, k)  # (N, k), sorted
                 if k == 1:
                     return candidates[:, 0]
             if top_p is not None:
