@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         f"vocabulary {args.vocab}, {args.units} units",
         flush=True,
     )
-    results = alternate(steps, warmup=1, count=args.repeats)
+    results = alternate(steps, warmup=1, count=args.repeats, keep_errors=True)
     for name, ms in results.items():
         if isinstance(ms, Exception):
             print(f"  {name}: failed: {ms!r}")

@@ -1,8 +1,9 @@
 """What every benchmark here measures with: one timer and one memory reader.
 
 - `alternate(steps, warmup, count)`: median milliseconds of zero-argument
-  steps that alternate, so that load on a shared machine hits all alike; a
-  step that fails while warming up gets its exception instead of a time.
+  steps that alternate, so that load on a shared machine hits all alike;
+  with `keep_errors=True` a step that fails while warming up gets its
+  exception instead of a time (else the exception propagates).
 - `status_kib(field)` / `reset_peak()`: Linux `/proc/self/status` fields
   (`VmRSS`, `VmHWM`) and resetting `VmHWM` to the current resident set.
 """
@@ -18,7 +19,9 @@ STATUS = pathlib.Path("/proc/self/status")
 CLEAR_REFS = pathlib.Path("/proc/self/clear_refs")
 
 
-def alternate(steps: dict[str, Callable], warmup: int, count: int) -> dict:
+def alternate(
+    steps: dict[str, Callable], warmup: int, count: int, keep_errors: bool = False
+) -> dict:
     """`{name: median ms}` (or `{name: exception}`); at least one warm-up call (compiles)."""
     results, live = {}, {}
     for name, step in steps.items():
@@ -27,6 +30,8 @@ def alternate(steps: dict[str, Callable], warmup: int, count: int) -> dict:
                 step()
             live[name] = []
         except Exception as error:
+            if not keep_errors:
+                raise
             results[name] = error
     for _ in range(count):
         for name, times in live.items():
