@@ -193,6 +193,8 @@ def beam_search(
         if not has_attention:
             attention = ops.zeros((n, 1))
         beams, parents = _select(beams, logits, attention, index, *settings)
+        if isinstance(beam_size, int) and beam_size == 1:  # one beam per entry: never moves
+            return index + 1, beams, state
         return index + 1, beams, reorder_state(state, parents)
 
     _, beams, _ = ops.while_loop(cond, body, (index + 1, beams, state))
