@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import statistics
 import sys
 import time
 
@@ -34,20 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from layers import SCOPE  # this folder's helpers
 from layers import compiled_step  # this folder's helpers
-
-
-def alternate(steps: dict, warmup: int, count: int) -> dict:
-    """Median ms of each zero-argument step; steps alternate so load hits all alike."""
-    for step in steps.values():
-        for _ in range(warmup):
-            step()
-    times = {name: [] for name in steps}
-    for _ in range(count):
-        for name, step in steps.items():
-            start = time.perf_counter()
-            step()
-            times[name].append(1000 * (time.perf_counter() - start))
-    return {name: statistics.median(values) for name, values in times.items()}
+from measure import alternate  # this folder's helpers
 
 
 # ----------------------------------------------------------------------------

@@ -38,12 +38,12 @@ import importlib.util
 import json
 import os
 import pathlib
-import statistics
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import measure  # this folder's helper
 from layers import PAIRS  # this folder's helper
 from layers import make_pair  # this folder's helper
 
@@ -148,21 +148,11 @@ def make_step(backend: str, fn, layers, q, v, on_gpu: bool):
 
 def _median_times(steps: dict, warmup: int, count: int) -> dict:
     """Median ms per side; sides alternate step by step. A failing side gets its error."""
-    results, live = {}, {}
-    for side, step in steps.items():
-        try:
-            for _ in range(max(warmup, 1)):  # at least one: compiles
-                step()
-            live[side] = []
-        except Exception as error:
-            results[side] = {"error": _short(error)}
-    for _ in range(count):
-        for side, times in live.items():
-            start = time.perf_counter()
-            steps[side]()
-            times.append(1000 * (time.perf_counter() - start))
-    results.update({side: {"ms": statistics.median(times)} for side, times in live.items()})
-    return results
+    times = measure.alternate(steps, warmup, count, keep_errors=True)
+    return {
+        side: {"error": _short(ms)} if isinstance(ms, Exception) else {"ms": ms}
+        for side, ms in times.items()
+    }
 
 
 def _short(error: BaseException) -> str:
@@ -193,16 +183,9 @@ def child_pairs(spec: dict) -> None:
             _emit({"pair": name, "shape": [batch, length, d], "times": times})
 
 
-def _rss_kib(field: str) -> int:
-    for line in pathlib.Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    return 0
-
-
 def _peak_bytes(backend: str, on_gpu: bool, rss_baseline: int):
     if not on_gpu:
-        return (_rss_kib("VmHWM") - rss_baseline) * 1024, "rss"
+        return (measure.status_kib("VmHWM") - rss_baseline) * 1024, "rss"
     if backend == "jax":
         import jax
 
@@ -219,9 +202,8 @@ def _peak_bytes(backend: str, on_gpu: bool, rss_baseline: int):
 def child_long(spec: dict) -> None:
     backend, length, side = spec["backend"], spec["length"], spec["side"]
     d = spec["long_heads"] * spec["head_dim"]
-    if os.path.exists("/proc/self/clear_refs"):
-        pathlib.Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM
-    baseline = _rss_kib("VmRSS")
+    measure.reset_peak()
+    baseline = measure.status_kib("VmRSS")
     ours, theirs, layers = make_pair("multi_head", d, spec["long_heads"], dtype="bfloat16")
     fn, used = (theirs, layers[1:]) if side == "keras" else (ours, layers[:1])
     x = _inputs((1, length, d), "bfloat16")[0]

@@ -22,6 +22,8 @@ import subprocess
 import sys
 import time
 
+import measure  # this folder's helper
+
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -136,14 +138,6 @@ def _shape_args(args) -> list[str]:
     return [str(f) for f in flags] + (["--xla"] if args.xla else [])
 
 
-def _proc_status_kib(field: str) -> int:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
 def child(name: str, side: str, args) -> None:
     """Peak RSS growth of the first compiled steps (tracing included) here.
 
@@ -153,14 +147,13 @@ def child(name: str, side: str, args) -> None:
     q, v = inputs(args.batch, args.length, args.dim)
     ours_fn, theirs_fn, layers = make_pair(name, args.dim, args.heads)
     fn, used = (ours_fn, layers[:1]) if side == "ours" else (theirs_fn, layers[1:])
-    with open("/proc/self/clear_refs", "w") as refs:  # Linux: reset the peak (VmHWM)
-        refs.write("5")
-    baseline = _proc_status_kib("VmRSS")
+    measure.reset_peak()
+    baseline = measure.status_kib("VmRSS")
     fn(q, v)  # build
     step = compiled_step(fn, used, args.xla)
     for _ in range(3):
         step(q, v)[0].numpy()
-    peak = _proc_status_kib("VmHWM")
+    peak = measure.status_kib("VmHWM")
     print(json.dumps({"peak_mib": (peak - baseline) / 1024}))
 
 

@@ -33,6 +33,9 @@ import subprocess
 import sys
 import time
 
+from measure import reset_peak  # this folder's helpers
+from measure import status_kib  # this folder's helpers
+
 IMPLEMENTATIONS = ("keras", "exact", "chunked", "auto")
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -73,10 +76,7 @@ def parse_args(argv=None):
 # Child: one measurement
 # ----------------------------------------------------------------------------
 def _status_gib(field: str) -> float:
-    for line in pathlib.Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 2**20
-    raise KeyError(field)
+    return status_kib(field) / 2**20
 
 
 def _build(case, implementation, length, block_size):
@@ -167,7 +167,7 @@ def _child(spec: dict) -> dict:
         spec["case"], spec["implementation"], spec["length"], spec["block_size"]
     )
     step = _step_fn(spec["backend"], layer, inputs, call, spec["jit_compile"])
-    pathlib.Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
+    reset_peak()  # VmHWM back to the current RSS
     baseline = _status_gib("VmRSS")
     start = time.perf_counter()
     step()

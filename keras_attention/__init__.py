@@ -12,6 +12,8 @@ Public API:
   sparsemax / hardmax, the weighted sum) and `keras_attention.masks`.
 - Long sequences: `keras_attention.memory_efficient` (chunked and fused
   attention in O(T) memory, and the rule that picks a path).
+- Search: `keras_attention.decoding` (greedy search, beam search with GNMT
+  penalties and alignment history, sampling) over any step function.
 - Saving: `keras_attention.saving.load_model`, Keras's loader with clear
   errors for damaged files and classes of packages not imported.
 - Plots: `plot_attention`, `plot_heads`, `reduce_heads`,
@@ -20,6 +22,7 @@ Public API:
 
 __version__ = "0.1.0"
 
+from keras_attention import decoding
 from keras_attention import masks
 from keras_attention import memory_efficient
 from keras_attention import ops
@@ -51,6 +54,7 @@ __all__ = [
     "MultiHead",
     "ScaledDotProduct",
     "SinusoidalPositionalEncoding",
+    "decoding",
     "masks",
     "memory_efficient",
     "ops",

@@ -32,9 +32,7 @@ import math
 import keras
 from keras import ops
 
-
-def _static(dim) -> int | None:
-    return dim if isinstance(dim, int) else None
+from keras_attention import validation
 
 
 def matmul(x1, x2):
@@ -66,7 +64,7 @@ class DotScore:
 
     def __init__(self, scale: float | None = None, feature_size: int | None = None):
         self.scale = None if scale is None else float(scale)
-        self.feature_size = _static(feature_size)
+        self.feature_size = validation.static(feature_size)
 
     def _logit_factor(self, x) -> float:
         """How much of the product is restored in float32 (float16 only)."""
