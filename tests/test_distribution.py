@@ -179,6 +179,8 @@ OLD_INSTALL = re.compile(
 )
 FOREIGN_URL = re.compile(r"github\.com/keras-attention|keras-attention\.github\.io")
 TEXT_SUFFIXES = {".md", ".py", ".toml", ".yml", ".yaml", ".cfg", ".txt", ".in", ".html", ".js"}
+
+
 def repository_text_files():
     ignore = shutil.ignore_patterns(*NOT_SOURCE)
     for folder, dirs, files in os.walk(ROOT):

@@ -13,9 +13,9 @@ Laid out by role; a sentence goes text -> data -> models -> translator:
         (``make_batches`` -> ``((source_ids, target_in_ids), target_out_ids)``),
         ``statistics`` (batch counts, target unigram prior).
     models/: ``decoding`` (the ``initial_state``/``step`` interface and
-        ``step_fn``), ``rnn`` (``Seq2Seq``, Luong- and Bahdanau-style
-        decoders), ``transformer``, ``search`` (greedy and beam search over a
-        ``step_fn``), ``losses`` and ``metrics``.
+        ``search_start``, its adapter to the package's searches,
+        ``keras_attention.decoding``), ``rnn`` (``Seq2Seq``, Luong- and
+        Bahdanau-style decoders), ``transformer``, ``losses`` and ``metrics``.
     training/: ``pipeline`` (the whole run), ``fit`` (fit and resume),
         ``checkpointing`` (``RunCheckpoint``), ``recipes``, ``distribution``.
     translator: the one strings -> ids -> search -> strings function.

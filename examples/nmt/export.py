@@ -24,7 +24,7 @@ output tokens ``max_length`` (int32 scalar), the ``beam_size`` (int32 scalar,
 
 Inside: ``examples.nmt.translator.translate``, the path evaluation and
 ``translate.py --keras`` take too (the run's vocabularies as TensorFlow ops,
-``model.initial_state``/``model.step`` under ``tf.while_loop`` searches, the
+``model.initial_state``/``model.step`` under ``keras_attention.decoding``'s searches, the
 beam size a graph input), traced into the SavedModel.
 """
 

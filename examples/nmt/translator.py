@@ -9,10 +9,11 @@ the SavedModel (``examples.nmt.export``) run, in TensorFlow ops only:
    run's ``--max-length``); a batch keeps at least one source column (an
    empty batch, or only empty strings);
 2. ``search``: ``model.initial_state`` / ``model.step``
-   (``examples.nmt.models.decoding``) under the greedy search for a Python
-   ``beam_size`` of 1, else the beam search (``examples.nmt.models.search``,
-   ``tf.while_loop``; a tensor ``beam_size`` gives one graph for every beam
-   size), GNMT length and coverage penalties ``alpha`` and ``beta``;
+   (``examples.nmt.models.decoding``) under the package's greedy search for a
+   Python ``beam_size`` of 1, else its beam search (``keras_attention.decoding``,
+   the same searches a user's own model on any backend gets; a tensor
+   ``beam_size`` gives one graph for every beam size), GNMT length and
+   coverage penalties ``alpha`` and ``beta``;
 3. the target vocabulary's ``decode`` (SentencePiece detokenization for
    subword and character vocabularies, words joined by spaces for word
    vocabularies).
@@ -30,14 +31,14 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from examples.nmt.models import search as searches
 from examples.nmt.models.decoding import Decoder
-from examples.nmt.models.decoding import step_fn
+from examples.nmt.models.decoding import search_start
 from examples.nmt.text.special import END_ID
 from examples.nmt.text.special import PAD_ID
 from examples.nmt.text.special import START_ID
 from examples.nmt.text.special import UNK_ID
 from examples.nmt.text.vocabularies import Vocabularies
+from keras_attention import decoding
 
 TEXTS = tf.TensorSpec([None], tf.string, name="texts")
 # What the SavedModel's ``translate`` returns; ``translate`` adds ``ids`` and ``source_ids``.
@@ -52,7 +53,7 @@ OUTPUTS = (
     "unknown_tokens",
 )
 
-SearchResult = searches.SearchResult
+SearchResult = decoding.SearchResult
 # A beam size, length or penalty may be a Python number or a scalar tensor (a graph input).
 Int = int | tf.Tensor
 Real = float | tf.Tensor
@@ -73,13 +74,17 @@ def search(
     log_probs``); anything else the beam search, with the GNMT length penalty
     ``alpha`` and coverage penalty ``beta``.
     """
-    state = model.initial_state(source_ids, max_length)
+    if tf.is_tensor(beam_size):  # a graph input (the SavedModel): checked when it runs
+        tf.debugging.assert_greater_equal(
+            beam_size, 1, message="Expected beam_size >= 1 (a SavedModel input)"
+        )
+    step, state = search_start(model, source_ids, max_length, beam_size)
     common = dict(start_id=START_ID, end_id=END_ID, max_length=max_length, pad_id=PAD_ID)
     if not tf.is_tensor(beam_size) and beam_size == 1:
-        result = searches.greedy_search(step_fn(model), state, **common)
+        result = decoding.greedy_search(step, state, **common)
     else:
-        result = searches.beam_search(
-            step_fn(model),
+        result = decoding.beam_search(
+            step,
             state,
             beam_size=beam_size,
             length_penalty_alpha=alpha,
@@ -156,7 +161,7 @@ def translate_fn(
     return tf.function(
         lambda texts: translate(model, vocabularies, texts, **settings),
         input_signature=[TEXTS],
-        autograph=False,  # the searches are explicit tf.while_loops
+        autograph=False,  # the searches are explicit while loops (keras.ops)
     )
 
 

@@ -1,6 +1,7 @@
-"""The translation models: the decoding interface, the RNN, the Transformer, the search.
+"""The translation models: the decoding interface, the RNN, the Transformer.
 
 ``decoding`` is the interface (``initial_state``/``step``) that ``rnn.Seq2Seq``
-and ``transformer.Transformer`` implement; ``search`` holds the greedy and
-beam searches over it; ``losses`` and ``metrics`` are what training compiles.
+and ``transformer.Transformer`` implement, and ``search_start``, which hands it
+to the package's greedy and beam searches (``keras_attention.decoding``);
+``losses`` and ``metrics`` are what training compiles.
 """

@@ -9,8 +9,9 @@ As OpenNMT-tf's ``Decoder``, a model decodes in two calls:
   logits, the new state and the ``(N, Ts)`` attention weights of this step.
 
 ``Seq2Seq`` (``examples.nmt.models.rnn``) and ``Transformer``
-(``examples.nmt.models.transformer``) implement it; ``step_fn(model)`` turns it
-into the ``step_fn`` that the searches of ``examples.nmt.models.search`` drive.
+(``examples.nmt.models.transformer``) implement it; ``search_start(model, ...)``
+turns it into the step function and state that the package's searches
+(``keras_attention.decoding``) drive.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from typing import NamedTuple
 from typing import Protocol
 
 import tensorflow as tf
+
+from keras_attention import decoding
 
 
 class Memory(NamedTuple):
@@ -48,15 +51,25 @@ class Decoder(Protocol):
     ) -> tuple[tf.Tensor, dict[str, Any], tf.Tensor]: ...
 
 
-def step_fn(model: Decoder):
-    """``model.step`` as a search ``step_fn`` over the search state ``(state, memory)``.
+def search_start(
+    model: Decoder,
+    source_ids: tf.Tensor,
+    max_length: int | tf.Tensor | None = None,
+    beam_size: int | tf.Tensor = 1,
+):
+    """``(step, state)`` for a search of ``keras_attention.decoding`` over ``(B, Ts)`` ids.
 
-    Start a search from ``model.initial_state(source_ids, max_length)``.
+    The source is encoded once; the step closes over the memory, tiled to
+    ``beam_size`` hypotheses per sentence (row ``b * K + k``, as the search
+    lays out its rows), so the search carries and reorders only the decoder
+    state (RNN states, or the Transformer's key/value caches), never the
+    memory, which is the same for every hypothesis of a sentence.
     """
+    state, memory = model.initial_state(source_ids, max_length)
+    if tf.is_tensor(beam_size) or beam_size != 1:
+        memory = decoding.tile_state(memory, beam_size)
 
-    def step(ids: tf.Tensor, search_state: tuple, step: tf.Tensor) -> tuple:
-        state, memory = search_state
-        logits, state, attention = model.step(ids, state, memory, step)
-        return tf.nn.log_softmax(logits), (state, memory), attention
+    def step(ids: tf.Tensor, state: Any, index: tf.Tensor) -> tuple:
+        return model.step(ids, state, memory, index)  # float32 logits, state, (N, Ts)
 
-    return step
+    return step, state

@@ -16,9 +16,9 @@ import tiny  # noqa: E402
 
 from examples.nmt import export  # noqa: E402
 from examples.nmt.data import batching  # noqa: E402
-from examples.nmt.models import search as searches  # noqa: E402
-from examples.nmt.models.decoding import step_fn  # noqa: E402
+from examples.nmt.models.decoding import search_start  # noqa: E402
 from examples.nmt.text import special  # noqa: E402
+from keras_attention import decoding  # noqa: E402
 
 TOKENS = tiny.TOKENS
 SENTENCES = ["May 9th, 1998", "june a 9", "9", ""]
@@ -40,7 +40,7 @@ def exported(tmp_path_factory):
 
 def python_search(model, vocabularies, beam_size, alpha, beta, max_length=MAX_LENGTH):
     source_ids = batching.encode_texts(tf.constant(SENTENCES[:3]), vocabularies.source)
-    search = searches.greedy_search if beam_size is None else searches.beam_search
+    search = decoding.greedy_search if beam_size is None else decoding.beam_search
     options = (
         {}
         if beam_size is None
@@ -50,9 +50,10 @@ def python_search(model, vocabularies, beam_size, alpha, beta, max_length=MAX_LE
             "coverage_penalty_beta": beta,
         }
     )
+    step, state = search_start(model, source_ids, max_length, beam_size or 1)
     return search(
-        step_fn(model),
-        model.initial_state(source_ids),
+        step,
+        state,
         special.START_ID,
         special.END_ID,
         max_length,

@@ -14,10 +14,10 @@ tf = pytest.importorskip("tensorflow")
 
 import tiny  # noqa: E402
 
-from examples.nmt.models import search as searches  # noqa: E402
-from examples.nmt.models.decoding import step_fn  # noqa: E402
+from examples.nmt.models.decoding import search_start  # noqa: E402
 from examples.nmt.models.rnn import ATTENTIONS  # noqa: E402
 from examples.nmt.text import special  # noqa: E402
+from keras_attention import decoding  # noqa: E402
 
 SOURCE, TARGET_IN = tiny.SOURCE, tiny.TARGET_IN
 
@@ -46,9 +46,10 @@ def test_step_by_step_equals_teacher_forcing(attention, decoder):
 def test_lstm_step_by_step_equals_teacher_forcing():
     model = tiny_model("luong", "bahdanau", rnn="lstm")
     expected = tf.nn.log_softmax(model([SOURCE, TARGET_IN])).numpy()
-    search_state = model.initial_state(SOURCE)
+    step, state = search_start(model, SOURCE)
     for t in range(TARGET_IN.shape[1]):
-        log_probs, search_state, _ = step_fn(model)(TARGET_IN[:, t], search_state, t)
+        logits, state, _ = step(TARGET_IN[:, t], state, t)
+        log_probs = tf.nn.log_softmax(logits)
         real = TARGET_IN[:, t] != 0
         np.testing.assert_allclose(log_probs.numpy()[real], expected[real, t], atol=1e-5)
 
@@ -57,8 +58,8 @@ def test_lstm_step_by_step_equals_teacher_forcing():
 def test_beam_size_one_equals_greedy(decoder):
     model = tiny_model("multihead", decoder)
     greedy = tiny.search(model, SOURCE, max_length=7)
-    state = model.initial_state(SOURCE)
-    beam = searches.beam_search(step_fn(model), state, special.START_ID, special.END_ID, 7, 1)
+    step, state = search_start(model, SOURCE)
+    beam = decoding.beam_search(step, state, special.START_ID, special.END_ID, 7, beam_size=1)
     np.testing.assert_array_equal(beam.ids[:, 0].numpy(), greedy.ids.numpy())
     np.testing.assert_allclose(beam.log_probs[:, 0].numpy(), greedy.log_probs.numpy(), atol=1e-5)
     np.testing.assert_allclose(beam.attention[:, 0].numpy(), greedy.attention.numpy(), atol=1e-6)

@@ -14,11 +14,11 @@ tf = pytest.importorskip("tensorflow")
 
 import tiny  # noqa: E402
 
-from examples.nmt.models import search as searches  # noqa: E402
-from examples.nmt.models.decoding import step_fn  # noqa: E402
+from examples.nmt.models.decoding import search_start  # noqa: E402
 from examples.nmt.models.transformer import EncoderBlock  # noqa: E402
 from examples.nmt.models.transformer import build_transformer  # noqa: E402
 from examples.nmt.text import special  # noqa: E402
+from keras_attention import decoding  # noqa: E402
 
 SOURCE, TARGET_IN, HEADS = tiny.SOURCE, tiny.TARGET_IN, tiny.HEADS
 
@@ -98,8 +98,8 @@ def test_cached_step_by_step_equals_teacher_forcing(alignment_layer):
 def test_beam_size_one_equals_greedy_and_wider_beams_score_no_worse():
     model = tiny_transformer()
     greedy = tiny.search(model, SOURCE, max_length=7)
-    state = model.initial_state(SOURCE, 7)
-    beam = searches.beam_search(step_fn(model), state, special.START_ID, special.END_ID, 7, 1)
+    step, state = search_start(model, SOURCE, 7)
+    beam = decoding.beam_search(step, state, special.START_ID, special.END_ID, 7, beam_size=1)
     np.testing.assert_array_equal(beam.ids[:, 0].numpy(), greedy.ids.numpy())
     np.testing.assert_allclose(beam.log_probs[:, 0].numpy(), greedy.log_probs.numpy(), atol=1e-5)
     wide = tiny.search(model, SOURCE, beam_size=4, max_length=7)
