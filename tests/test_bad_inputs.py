@@ -21,6 +21,19 @@ Decisions recorded here:
 - NumPy integers are integers, booleans are not.
 - `keras_attention.saving.load_model` loads `.keras` files with clear errors
   for a truncated file and for a class whose package was not imported.
+
+Found the same way later (issue 18), tested in their own modules:
+
+- A fresh layer's projections start apart, seeded or not, and any kernel
+  initializer (orthogonal) builds the additive score vector
+  (`test_initialization.py`).
+- Shapes without data (`compute_output_shape`, symbolic calls, `Sequential`),
+  padded decoder steps skipped by `AttentionRNN` and by `keras.layers.RNN`
+  over an `AttentionRNNCell` on every backend, float64 layers returning
+  float64 (`test_keras_conventions.py`).
+- NaN weights: plots keep a finite color scale and mark the NaN cells
+  (`test_plotting.py`); the HTML page writes strict JSON with `null` cells
+  and draws them as marked empty cells (`test_plotting_html.py`).
 """
 
 import json
