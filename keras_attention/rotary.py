@@ -71,9 +71,7 @@ def rotary_embedding(x, positions, base: float = 10000.0):
         Embedding", 2021 (arXiv:2104.09864).
     """
     owner = "rotary_embedding"
-    base = validation.number(owner, "base", base)
-    if base <= 0:
-        validation.fail(owner, "base", "a positive number", base)
+    base = validation.positive_number(owner, "base", base)
     x = ops.convert_to_tensor(x)
     features = validation.static(x.shape[-1])
     if features is None or features % 2:

@@ -43,6 +43,35 @@ def number(owner: str, name: str, value: Any, *, allow_none: bool = False):
     return float(value)
 
 
+def positive_number(owner: str, name: str, value: Any) -> float:
+    """`value` as a Python `float` > 0 (any real number but `bool`)."""
+    value = number(owner, name, value)
+    if value <= 0:
+        fail(owner, name, "a positive number", value)
+    return value
+
+
+def int_or_scalar_tensor(
+    owner: str, name: str, value: Any, *, minimum: int = 1, error: type = ValueError
+):
+    """A Python `int` >= `minimum`, or a scalar integer tensor (known only when run).
+
+    A tensor is returned as int32; its value cannot be checked without running it.
+    """
+    if isinstance(value, numbers.Integral) or not hasattr(value, "shape"):
+        return integer(owner, name, value, minimum=minimum)
+    dtype = keras.backend.standardize_dtype(value.dtype)
+    if tuple(value.shape) != () or "int" not in dtype:
+        fail(
+            owner,
+            name,
+            "a Python int or a scalar integer tensor",
+            f"a {dtype} tensor of shape {tuple(value.shape)}",
+            error,
+        )
+    return keras.ops.cast(value, "int32")
+
+
 def rate(owner: str, name: str, value: Any) -> float:
     """A dropout-like fraction in `[0, 1)`, as a float."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= value < 1.0:
@@ -65,7 +94,8 @@ def static(dim) -> int | None:
     return dim if isinstance(dim, int) else None
 
 
-def _call_fail(owner: str, argument: str, expected: str, received: str):
+def call_fail(owner: str, argument: str, expected: str, received: str):
+    """Raise the call contract's ValueError: `owner: argument `x` expected ... Received: ...`."""
     raise ValueError(f"{owner}: argument `{argument}` expected {expected}. Received: {received}")
 
 
@@ -83,7 +113,7 @@ def check_call(owner: str, query, value, key, query_mask, value_mask, attention_
     ):
         if len(tensor.shape) not in ranks:
             expected = " or ".join(f"rank {r}" for r in ranks)
-            _call_fail(
+            call_fail(
                 owner,
                 name,
                 f"a tensor of {expected} (batch, [time,] features)",
@@ -99,7 +129,7 @@ def check_call(owner: str, query, value, key, query_mask, value_mask, attention_
     for name, tensor in (("value", value), ("key", key)):
         size = static(tensor.shape[0])
         if batch is not None and size is not None and size != batch:
-            _call_fail(
+            call_fail(
                 owner,
                 name,
                 f"the batch size of `query` ({batch})",
@@ -108,7 +138,7 @@ def check_call(owner: str, query, value, key, query_mask, value_mask, attention_
         batch = size if batch is None else batch
     tv, tk = static(value.shape[1]), static(key.shape[1])
     if tv is not None and tk is not None and tv != tk:
-        _call_fail(
+        call_fail(
             owner,
             "key",
             f"the same length as `value` ({tv})",
@@ -138,7 +168,7 @@ def _dtype(tensor) -> str:
 def _check_mask(owner: str, name: str, mask, expected: tuple):
     dtype = _dtype(mask)
     if dtype != "bool" and "int" not in dtype:
-        _call_fail(
+        call_fail(
             owner, name, "a boolean mask (True = may attend) or 0/1 integers", f"dtype {dtype}"
         )
     shape = tuple(mask.shape)
@@ -146,4 +176,4 @@ def _check_mask(owner: str, name: str, mask, expected: tuple):
         static(got) is not None and want is not None and got not in (want, 1)
         for got, want in zip(shape, expected)
     ):
-        _call_fail(owner, name, f"shape {expected}", f"shape {shape}")
+        call_fail(owner, name, f"shape {expected}", f"shape {shape}")

@@ -8,7 +8,6 @@ and no step concatenates.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable
 from typing import Any
 from typing import NamedTuple
@@ -48,11 +47,10 @@ class SearchResult(NamedTuple):
 
 def size(owner: str, name: str, value, minimum: int = 1):
     """A Python int >= `minimum`, or (TensorFlow graphs only) a scalar integer tensor."""
-    if isinstance(value, numbers.Integral) or not hasattr(value, "shape"):
-        return validation.integer(owner, name, value, minimum=minimum)
+    value = validation.int_or_scalar_tensor(owner, name, value, minimum=minimum, error=TypeError)
+    if isinstance(value, int):
+        return value
     dtype = keras.backend.standardize_dtype(value.dtype)
-    if tuple(value.shape) != () or "int" not in dtype:
-        validation.fail(owner, name, "a Python int or a scalar integer tensor", value, TypeError)
     try:
         concrete = int(value)
     except Exception:  # a symbolic tensor: a graph input of a tf.function

@@ -154,7 +154,7 @@ class AttentionRNNCell(keras.layers.Layer):
     def _context_size(self):
         value_dim = self._memory_shapes["value_shape"][-1]
         return getattr(self.attention, "output_dim", None) or (
-            self._cell_output_size if hasattr(self.attention, "num_heads") else value_dim
+            self._cell_output_size if self.attention.has_heads else value_dim
         )
 
     @property
@@ -163,7 +163,7 @@ class AttentionRNNCell(keras.layers.Layer):
 
     def _weights_size(self):
         length = self._memory_shapes["value_shape"][1]
-        heads = getattr(self.attention, "num_heads", 1)
+        heads = self.attention.num_heads if self.attention.has_heads else 1
         return None if length is None else heads * length
 
     @property
@@ -240,7 +240,7 @@ class AttentionRNNCell(keras.layers.Layer):
             cell_state = [ops.repeat(per_row, size, axis=1) for size in self._cell_state_sizes]
         cell_state = list(cell_state) if isinstance(cell_state, (list, tuple)) else [cell_state]
         weights = per_key
-        if hasattr(self.attention, "num_heads"):
+        if self.attention.has_heads:
             weights = ops.repeat(per_key[:, None], self.attention.num_heads, axis=1)  # (B, H, Tv)
         state = AttentionRNNState(
             cell_states=cell_state,

@@ -71,8 +71,9 @@ class BaseAttention(keras.layers.Layer):
         Tv)` (or `(B, [H,] Tv)`), after normalization and before dropout.
     """
 
-    # Whether the logits carry a heads axis: (B, H, Tq, Tv).
-    _has_heads = False
+    # Whether the logits and weights carry a heads axis, (B, H, Tq, Tv), of
+    # `num_heads` heads: the one spelling of "is this multi-head?".
+    has_heads = False
 
     def __init__(
         self,
@@ -268,7 +269,7 @@ class BaseAttention(keras.layers.Layer):
             ops.shape(logits)[-2],
             ops.shape(logits)[-1],
         )  # (B, Tq, Tv)
-        if mask is not None and self._has_heads:
+        if mask is not None and self.has_heads:
             mask = ops.expand_dims(mask, 1)  # (B, 1, Tq, Tv)
         weights = attention_ops.attention_weights(logits, mask, self.probability_fn)
         weights = ops.cast(weights, self.compute_dtype)
@@ -302,7 +303,7 @@ class BaseAttention(keras.layers.Layer):
             query_length=query_length,
             value_length=value_length,
             batch_size=static(query.shape[0]),
-            heads=getattr(self, "num_heads", 1),
+            heads=self.num_heads if self.has_heads else 1,
             units=getattr(self, "units", None),
             fused_available=fused,
             device=device,
@@ -347,14 +348,12 @@ class BaseAttention(keras.layers.Layer):
         context = keras.KerasTensor(shape, dtype=self.compute_dtype)
         if not return_attention_scores:
             return context
-        heads = (self.num_heads,) if self._has_heads else ()
+        heads = (self.num_heads,) if self.has_heads else ()
         weights_shape = (query.shape[0], *heads, *query.shape[1:-1], value.shape[1])
         return context, keras.KerasTensor(weights_shape, dtype=self.compute_dtype)
 
     def _fail(self, argument, expected, received):
-        raise ValueError(
-            f"{self._owner}: argument `{argument}` expected {expected}. Received: {received}"
-        )
+        validation.call_fail(self._owner, argument, expected, received)
 
     # -------------------------------------------------------------- config
     def get_config(self):

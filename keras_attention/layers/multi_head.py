@@ -78,7 +78,7 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         Embedding", 2021.
     """
 
-    _has_heads = True
+    has_heads = True
 
     def __init__(
         self,
@@ -121,9 +121,7 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         if not isinstance(rotary, bool):
             validation.fail("MultiHead", "rotary", "True or False", rotary, error=TypeError)
         self.rotary = rotary
-        self.rotary_base = validation.number("MultiHead", "rotary_base", rotary_base)
-        if self.rotary_base <= 0:
-            validation.fail("MultiHead", "rotary_base", "a positive number", rotary_base)
+        self.rotary_base = validation.positive_number("MultiHead", "rotary_base", rotary_base)
         if self.rotary and self.key_dim % 2:
             validation.fail("MultiHead", "key_dim", "even with rotary=True", key_dim)
         self._set_kernel_args(
@@ -230,17 +228,7 @@ class MultiHead(KernelArgsMixin, BaseAttention):
 
     def _size(self, name, value):
         """A positive Python int, or a scalar integer tensor (known only when run)."""
-        if isinstance(value, numbers.Integral) or not hasattr(value, "shape"):
-            return validation.integer(self._owner, name, value)
-        dtype = keras.backend.standardize_dtype(value.dtype)
-        if len(value.shape) != 0 or "int" not in dtype:
-            validation.fail(
-                self._owner,
-                name,
-                "a positive Python int or a scalar integer tensor",
-                f"a {dtype} tensor of shape {tuple(value.shape)}",
-            )
-        return ops.cast(value, "int32")
+        return validation.int_or_scalar_tensor(self._owner, name, value)
 
     def call_with_cache(self, query, cache, index, training=None):
         """Causal self-attention of new tokens over the cache; returns `(context, cache)`.
@@ -349,13 +337,8 @@ class MultiHead(KernelArgsMixin, BaseAttention):
                     f"holds {length} positions, the query has {steps})",
                     index,
                 )
-        elif len(index.shape) != 0:
-            validation.fail(
-                self._owner,
-                "index",
-                "a Python int or a scalar integer tensor",
-                f"a tensor of shape {tuple(index.shape)}",
-            )
+        else:
+            validation.int_or_scalar_tensor(self._owner, "index", index, minimum=0)
         return key_cache, value_cache
 
     def get_config(self):

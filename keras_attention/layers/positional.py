@@ -44,13 +44,8 @@ class _PositionalBase(keras.layers.Layer):
             )
         if isinstance(start_index, numbers.Integral) or not hasattr(start_index, "shape"):
             start_index = validation.integer(self._owner, "start_index", start_index, minimum=0)
-        elif len(start_index.shape) != 0:
-            validation.fail(
-                self._owner,
-                "start_index",
-                "a Python int or a scalar integer tensor",
-                f"a tensor of shape {tuple(start_index.shape)}",
-            )
+        else:  # checked, but kept in its own integer dtype
+            validation.int_or_scalar_tensor(self._owner, "start_index", start_index, minimum=0)
         if positions is not None and len(positions.shape) not in (1, 2):
             validation.fail(
                 self._owner,
@@ -129,13 +124,9 @@ class SinusoidalPositionalEncoding(_PositionalBase):
 
     def __init__(self, max_wavelength=10000.0, mode="add", **kwargs):
         super().__init__(mode=mode, **kwargs)
-        self.max_wavelength = validation.number(
+        self.max_wavelength = validation.positive_number(
             type(self).__name__, "max_wavelength", max_wavelength
         )
-        if self.max_wavelength <= 0:
-            validation.fail(
-                type(self).__name__, "max_wavelength", "a positive number", max_wavelength
-            )
 
     def call(self, inputs, start_index=0, positions=None):
         start_index = self._check_inputs(inputs, start_index, positions)
