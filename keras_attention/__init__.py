@@ -2,7 +2,8 @@
 
 Public API:
 
-- Layers: `BahdanauAttention`, `LuongAttention`, `ScaledDotProduct`, `MultiHead`,
+- Layers: `BahdanauAttention`, `LuongAttention` (and its local-p form,
+  `LuongLocalPAttention`), `ScaledDotProduct`, `MultiHead`,
   `AttentionRNNCell` (input-feeding decoder cell around any of them) and
   `AttentionRNN` (the RNN layer that runs it over a memory).
 - Attention with an alignment state (`AlignmentAttention`), which reads where
@@ -41,6 +42,7 @@ from keras_attention.layers import BaseAttention
 from keras_attention.layers import LearnedPositionalEmbedding
 from keras_attention.layers import LocationSensitiveAttention
 from keras_attention.layers import LuongAttention
+from keras_attention.layers import LuongLocalPAttention
 from keras_attention.layers import LuongMonotonicAttention
 from keras_attention.layers import MultiHead
 from keras_attention.layers import ScaledDotProduct
@@ -60,6 +62,7 @@ __all__ = [
     "LearnedPositionalEmbedding",
     "LocationSensitiveAttention",
     "LuongAttention",
+    "LuongLocalPAttention",
     "LuongMonotonicAttention",
     "MultiHead",
     "ScaledDotProduct",

@@ -8,6 +8,7 @@ from keras_attention.layers.bahdanau_monotonic import BahdanauMonotonicAttention
 from keras_attention.layers.base import BaseAttention
 from keras_attention.layers.location_sensitive import LocationSensitiveAttention
 from keras_attention.layers.luong import LuongAttention
+from keras_attention.layers.luong_local_p import LuongLocalPAttention
 from keras_attention.layers.luong_monotonic import LuongMonotonicAttention
 from keras_attention.layers.multi_head import MultiHead
 from keras_attention.layers.positional import LearnedPositionalEmbedding
@@ -24,6 +25,7 @@ __all__ = [
     "LearnedPositionalEmbedding",
     "LocationSensitiveAttention",
     "LuongAttention",
+    "LuongLocalPAttention",
     "LuongMonotonicAttention",
     "MultiHead",
     "ScaledDotProduct",
