@@ -504,3 +504,27 @@ def test_cell_trains_under_xla_with_unknown_batch_and_lengths(name, rng):
     assert np.isfinite(history.history["loss"][0])
     moved = [np.abs(to_numpy(w) - old).max() > 0 for w, old in zip(model.trainable_weights, before)]
     assert all(moved)
+
+
+@pytest.mark.tf_only
+@pytest.mark.parametrize("name", ["location", "bahdanau"])
+def test_cell_returns_weights_with_an_unknown_batch(name, rng):
+    """Regression: with return_attention_weights=True and a symbolic batch, the step's
+    output came back (None, None) from a (None, n) state, which tf.while_loop refused."""
+    import tensorflow as tf
+
+    attention = BahdanauAttention(8) if name == "bahdanau" else CASES[name]()
+    cell = AttentionRNNCell(
+        keras.layers.GRUCell(DQ), attention, attention_layer_size=5, return_attention_weights=True
+    )
+    source_in = keras.Input((6,), dtype="int32")
+    target_in = keras.Input((None,), dtype="int32")
+    encoded = keras.layers.Embedding(20, 8)(source_in)
+    outputs = AttentionRNN(cell)(keras.layers.Embedding(20, 3)(target_in), encoded)
+    model = keras.Model([source_in, target_in], keras.layers.Dense(20)(outputs[..., :-6]))
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    source = rng.integers(1, 20, size=(6, 6)).astype("int32")
+    target = rng.integers(1, 20, size=(6, 5)).astype("int32")
+    dataset = tf.data.Dataset.from_tensor_slices(((source, target), target)).batch(4)
+    history = model.fit(dataset, epochs=1, verbose=0)
+    assert np.isfinite(history.history["loss"][0])

@@ -378,7 +378,9 @@ class AttentionRNNCell(keras.layers.Layer):
             attention = self.attention_dense(ops.concatenate([cell_output, context], -1))
         outputs = [cell_output, attention]
         if self.return_attention_weights:
-            outputs.append(ops.reshape(weights, (ops.shape(weights)[0], -1)))  # (B, [H*]Tv)
+            # The static size: with a symbolic batch, (B, -1) is (None, None) in a
+            # TensorFlow graph, and the output then changes shape inside the RNN's loop.
+            outputs.append(ops.reshape(weights, (-1, self._weights_size())))  # (B, [H*]Tv)
         output = ops.concatenate(outputs, -1)
         new_states = [
             output,
