@@ -528,3 +528,24 @@ def test_cell_returns_weights_with_an_unknown_batch(name, rng):
     dataset = tf.data.Dataset.from_tensor_slices(((source, target), target)).batch(4)
     history = model.fit(dataset, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
+
+
+def test_noisy_monotonic_attention_trains_through_the_full_call(rng):
+    """sigmoid_noise in model.fit on every backend: the noise of all steps is drawn
+    once, outside the loop (a draw inside JAX's scan would leak a tracer)."""
+    source_in = keras.Input((None,), dtype="int32")
+    target_in = keras.Input((None,), dtype="int32")
+    encoded = keras.layers.Embedding(20, 8, mask_zero=True)(source_in)
+    decoded = keras.layers.GRU(DQ, return_sequences=True)(keras.layers.Embedding(20, 3)(target_in))
+    attention = BahdanauMonotonicAttention(7, sigmoid_noise=1.0, seed=3)
+    context = attention(decoded, encoded)
+    logits = keras.layers.Dense(20)(keras.ops.concatenate([decoded, context], -1))
+    model = keras.Model([source_in, target_in], logits)
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    source = rng.integers(1, 20, size=(4, 6)).astype("int32")
+    source[0, 4:] = 0
+    target = rng.integers(1, 20, size=(4, 5)).astype("int32")
+    before = to_numpy(attention.v).copy()
+    history = model.fit([source, target], target, epochs=2, verbose=0)
+    assert np.all(np.isfinite(history.history["loss"]))
+    assert np.abs(to_numpy(attention.v) - before).max() > 0
