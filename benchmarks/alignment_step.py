@@ -1,4 +1,4 @@
-"""Time of one decoding step of each alignment-state layer against BahdanauAttention's.
+"""Time of one decoding step of each issue-21 layer against BahdanauAttention's.
 
     KERAS_BACKEND=tensorflow python benchmarks/alignment_step.py [--batch 64 --length 256]
 
@@ -31,6 +31,7 @@ def layers(units: int) -> dict:
         "bahdanau_monotonic_parallel": ka.BahdanauMonotonicAttention(units),
         "bahdanau_monotonic_hard": ka.BahdanauMonotonicAttention(units, mode="hard"),
         "luong_monotonic_parallel": ka.LuongMonotonicAttention(),
+        "luong_local_p": ka.LuongLocalPAttention(),
     }
 
 
