@@ -2,9 +2,14 @@
 
 Public API:
 
-- Layers: `BahdanauAttention`, `LuongAttention`, `ScaledDotProduct`, `MultiHead`,
+- Layers: `BahdanauAttention`, `LuongAttention` (and its local-p form,
+  `LuongLocalPAttention`), `ScaledDotProduct`, `MultiHead`,
   `AttentionRNNCell` (input-feeding decoder cell around any of them) and
   `AttentionRNN` (the RNN layer that runs it over a memory).
+- Attention with an alignment state (`AlignmentAttention`), which reads where
+  it attended before: `LocationSensitiveAttention`,
+  `BahdanauMonotonicAttention`, `LuongMonotonicAttention`, and
+  `keras_attention.monotonic` (`monotonic_attention`, `safe_cumprod`).
 - Positions: `SinusoidalPositionalEncoding`, `LearnedPositionalEmbedding`,
   and rotary embeddings (`keras_attention.rotary`, `MultiHead(rotary=True)`).
 - Pure math: `keras_attention.scores` (each score defined once, for every
@@ -25,17 +30,23 @@ __version__ = "0.1.0"
 from keras_attention import decoding
 from keras_attention import masks
 from keras_attention import memory_efficient
+from keras_attention import monotonic
 from keras_attention import ops
 from keras_attention import plotting
 from keras_attention import rotary
 from keras_attention import saving
 from keras_attention import scores
+from keras_attention.layers import AlignmentAttention
 from keras_attention.layers import AttentionRNN
 from keras_attention.layers import AttentionRNNCell
 from keras_attention.layers import BahdanauAttention
+from keras_attention.layers import BahdanauMonotonicAttention
 from keras_attention.layers import BaseAttention
 from keras_attention.layers import LearnedPositionalEmbedding
+from keras_attention.layers import LocationSensitiveAttention
 from keras_attention.layers import LuongAttention
+from keras_attention.layers import LuongLocalPAttention
+from keras_attention.layers import LuongMonotonicAttention
 from keras_attention.layers import MultiHead
 from keras_attention.layers import ScaledDotProduct
 from keras_attention.layers import SinusoidalPositionalEncoding
@@ -45,18 +56,24 @@ from keras_attention.plotting import reduce_heads
 from keras_attention.plotting import save_attention_html
 
 __all__ = [
+    "AlignmentAttention",
     "AttentionRNN",
     "AttentionRNNCell",
     "BahdanauAttention",
+    "BahdanauMonotonicAttention",
     "BaseAttention",
     "LearnedPositionalEmbedding",
+    "LocationSensitiveAttention",
     "LuongAttention",
+    "LuongLocalPAttention",
+    "LuongMonotonicAttention",
     "MultiHead",
     "ScaledDotProduct",
     "SinusoidalPositionalEncoding",
     "decoding",
     "masks",
     "memory_efficient",
+    "monotonic",
     "ops",
     "plot_attention",
     "plot_heads",

@@ -171,6 +171,11 @@ class AdditiveScore:
         return d_query, d_key, (d_vector,)
 
 
+def weight_normalized(vector, gain):
+    """`g · v / ‖v‖` (Salimans & Kingma, 2016): the additive score's vector, normalized."""
+    return gain * vector / ops.sqrt(ops.sum(ops.square(vector)))
+
+
 def add_bias(x, bias):
     """`x + bias` over the last axis, the broadcast written as a matrix product.
 

@@ -115,3 +115,55 @@ def rotate_half(x, positions, base=10000.0):
             pair = rotation @ np.array([x[index + (k,)], x[index + (k + half,)]])
             out[index + (k,)], out[index + (k + half,)] = pair
     return out
+
+
+# ----------------------------------------------------------------------------
+# Attention with an alignment state, written from the papers.
+# ----------------------------------------------------------------------------
+def monotonic_recurrence(p_choose, previous):
+    """Raffel et al. (2017), the expected alignment one position at a time.
+
+    q[j] = (1 - p[j-1]) q[j-1] + previous[j] (q[-1] = 0), alignment[j] = p[j] q[j].
+    """
+    p_choose, previous = np.asarray(p_choose, np.float64), np.asarray(previous, np.float64)
+    out = np.zeros_like(p_choose)
+    for n in range(p_choose.shape[0]):
+        q = 0.0
+        for j in range(p_choose.shape[1]):
+            stay = 1.0 if j == 0 else 1.0 - p_choose[n, j - 1]
+            q = stay * q + previous[n, j]
+            out[n, j] = p_choose[n, j] * q
+    return out
+
+
+def monotonic_hard(p_choose, previous):
+    """Hard monotonic attention: from the previous position, stop at the first p = 1.
+
+    `previous` is one-hot (or all zeros: the attention already left the memory).
+    """
+    out = np.zeros(np.shape(p_choose))
+    for n in range(out.shape[0]):
+        if not np.any(previous[n] > 0):
+            continue
+        for j in range(int(np.argmax(previous[n] > 0)), out.shape[1]):
+            if p_choose[n, j] > 0.5:
+                out[n, j] = 1.0
+                break
+    return out
+
+
+def conv1d_same(x, kernel):
+    """Keras `Conv1D(padding="same")`, no bias: `(B, T, C) * (K, C, F) -> (B, T, F)`.
+
+    "same" pads K - 1 positions in all, (K - 1) // 2 of them before.
+    """
+    x, kernel = np.asarray(x, np.float64), np.asarray(kernel, np.float64)
+    width, before = kernel.shape[0], (kernel.shape[0] - 1) // 2
+    out = np.zeros((x.shape[0], x.shape[1], kernel.shape[2]))
+    for n in range(x.shape[0]):
+        for t in range(x.shape[1]):
+            for k in range(width):
+                source = t + k - before
+                if 0 <= source < x.shape[1]:
+                    out[n, t] += x[n, source] @ kernel[k]
+    return out

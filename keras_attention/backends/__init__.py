@@ -5,7 +5,8 @@ TensorFlow module is never imported under JAX or PyTorch. Each module answers
 the same questions for the path rule (`keras_attention.memory_efficient`):
 `device_kind(tensor=None)`, "cpu", "gpu" or "tpu", for where a call runs; and
 `free_memory()`, the free bytes of the default accelerator, or None when the
-backend cannot say.
+backend cannot say. A module may also offer its own form of a loop
+(`scan_states`), used where the generic one fails on that backend.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import importlib
 from types import ModuleType
 
 import keras
+from keras import ops
 
 _MODULES = {"tensorflow": "tensorflow_backend", "jax": "jax_backend", "torch": "torch_backend"}
 DEVICE_KINDS = ("cpu", "gpu", "tpu")
@@ -35,3 +37,21 @@ def free_memory() -> int | None:
     """Free bytes on the default accelerator, or None when unknown (or no accelerator)."""
     module = current()
     return None if module is None else module.free_memory()
+
+
+def scan_states(step, initial, sequence):
+    """Every state of `state = step(state, x)` for `x` along `sequence`'s first axis.
+
+    `initial` and the states are nests of tensors; returns the nest of states
+    stacked on a new first axis. Differentiable, and compiled by XLA and
+    `jax.jit` (`keras.ops.scan`, or the backend's own `scan_states`).
+    """
+    module = current()
+    if module is not None and hasattr(module, "scan_states"):
+        return module.scan_states(step, initial, sequence)
+
+    def both(state, x):
+        state = step(state, x)
+        return state, state
+
+    return ops.scan(both, initial, sequence)[1]

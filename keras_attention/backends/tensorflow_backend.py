@@ -26,3 +26,13 @@ def device_kind(tensor=None) -> str:
 def free_memory() -> int | None:
     """TensorFlow reports memory in use, not the limit: unknown (None)."""
     return None
+
+
+def scan_states(step, initial, sequence):
+    """`tf.scan`: every state of `state = step(state, x)` over `sequence`'s first axis.
+
+    Keras's TensorFlow `ops.scan` collects its outputs in TensorArrays of a
+    `while_loop` without `maximum_iterations`, which XLA refuses to compile
+    ("requires a fixed tensor list size"); `tf.scan` bounds the loop.
+    """
+    return tf.scan(step, sequence, initializer=initial)

@@ -1,22 +1,32 @@
 """Attention layers sharing one call contract (see `base.BaseAttention`)."""
 
+from keras_attention.layers.alignment_attention import AlignmentAttention
 from keras_attention.layers.attention_rnn import AttentionRNN
 from keras_attention.layers.attention_rnn_cell import AttentionRNNCell
 from keras_attention.layers.bahdanau import BahdanauAttention
+from keras_attention.layers.bahdanau_monotonic import BahdanauMonotonicAttention
 from keras_attention.layers.base import BaseAttention
+from keras_attention.layers.location_sensitive import LocationSensitiveAttention
 from keras_attention.layers.luong import LuongAttention
+from keras_attention.layers.luong_local_p import LuongLocalPAttention
+from keras_attention.layers.luong_monotonic import LuongMonotonicAttention
 from keras_attention.layers.multi_head import MultiHead
 from keras_attention.layers.positional import LearnedPositionalEmbedding
 from keras_attention.layers.positional import SinusoidalPositionalEncoding
 from keras_attention.layers.scaled_dot_product import ScaledDotProduct
 
 __all__ = [
+    "AlignmentAttention",
     "AttentionRNN",
     "AttentionRNNCell",
     "BaseAttention",
     "BahdanauAttention",
+    "BahdanauMonotonicAttention",
     "LearnedPositionalEmbedding",
+    "LocationSensitiveAttention",
     "LuongAttention",
+    "LuongLocalPAttention",
+    "LuongMonotonicAttention",
     "MultiHead",
     "ScaledDotProduct",
     "SinusoidalPositionalEncoding",

@@ -22,6 +22,10 @@ class AttentionRNNState(NamedTuple):
         output: the previous step's output `(B, output_size)` (zeros at the
             start), which a masked (padded) decoder step repeats; `None` in
             `pack_state` means zeros.
+        alignment: the attention's alignment state, a dict of `(B, Tv)`
+            tensors named by `attention.alignment_state_keys`, for a layer
+            with `has_alignment_state` (location-sensitive, monotonic);
+            `None` otherwise, and in `pack_state` it means the initial one.
     """
 
     cell_states: list
@@ -31,6 +35,7 @@ class AttentionRNNState(NamedTuple):
     values: Any
     mask: Any
     output: Any = None
+    alignment: Any = None
 
 
 def _flatten(x):
@@ -64,7 +69,10 @@ class AttentionRNNCell(keras.layers.Layer):
     wrapped cell's states, then `a_{t-1}` `(B, attention_size)`, `w_{t-1}`
     (the attention weights of the previous step), and the memory: projected
     keys, projected values and the memory mask as 0/1 floats `(B, Tv)`. The
-    memory parts never change over time. Read it by name with
+    memory parts never change over time. An attention with an alignment state
+    (`attention.has_alignment_state`: location-sensitive, monotonic) adds its
+    `(B, Tv)` state tensors last, in `attention.alignment_state_keys` order,
+    and reads them at every step. Read it by name with
     `unpack_state(states)` (an `AttentionRNNState`) or
     `attention_weights(states)`, and write it with `pack_state(state)`;
     do not index the list.
@@ -76,7 +84,9 @@ class AttentionRNNCell(keras.layers.Layer):
     Args:
         cell: a Keras RNN cell (`GRUCell`, `LSTMCell`, ...).
         attention: one of `BahdanauAttention`, `LuongAttention`,
-            `ScaledDotProduct`, `MultiHead`.
+            `ScaledDotProduct`, `MultiHead`, or an attention with an
+            alignment state (`LocationSensitiveAttention`,
+            `BahdanauMonotonicAttention`, `LuongMonotonicAttention`).
         attention_layer_size: size of the attentional vector `a_t`
             (Luong et al. 2015); `None` uses the context itself.
         return_attention_weights: append each step's attention weights,
@@ -167,12 +177,22 @@ class AttentionRNNCell(keras.layers.Layer):
         return None if length is None else heads * length
 
     @property
+    def _alignment_keys(self):
+        return tuple(self.attention.alignment_state_keys) if self._has_alignment else ()
+
+    @property
+    def _has_alignment(self):
+        return self.attention.has_alignment_state
+
+    @property
     def state_size(self):
+        alignment = len(self._alignment_keys)
         if self._memory_shapes is None:  # sizes for counting before the memory is known
-            return [1, *self._cell_state_sizes, 1, 1, 1, 1, 1]
+            return [1, *self._cell_state_sizes, 1, 1, 1, 1, 1, *[1] * alignment]
         memory = [1, 1, 1]  # (B, n) flattened memory; see the class docstring
         sizes = [*self._cell_state_sizes, self._attention_size, self._weights_size() or 1, *memory]
-        return [self.output_size, *sizes]
+        length = self._memory_shapes["value_shape"][1] or 1
+        return [self.output_size, *sizes, *[length] * alignment]
 
     @property
     def output_size(self):
@@ -251,7 +271,7 @@ class AttentionRNNCell(keras.layers.Layer):
             mask=value_mask,
             output=ops.repeat(per_row, self.output_size, axis=1),
         )
-        return self.pack_state(state)
+        return self.pack_state(state)  # the alignment state starts as the attention says
 
     def unpack_state(self, states):
         """The flat state list of this cell as an `AttentionRNNState`.
@@ -261,18 +281,21 @@ class AttentionRNNCell(keras.layers.Layer):
         """
         states = list(states)
         count = len(self._cell_state_sizes)
-        if len(states) != count + 6:
+        names = self._alignment_keys
+        if len(states) != count + 6 + len(names):
+            alignment = f", then the alignment state {names}" if names else ""
             raise ValueError(
-                f"AttentionRNNCell: expected {count + 6} states (the previous output, "
-                f"{count} of the wrapped cell, then attention, weights, keys, values, "
-                f"mask). Received: {len(states)} states"
+                f"AttentionRNNCell: expected {count + 6 + len(names)} states (the previous "
+                f"output, {count} of the wrapped cell, then attention, weights, keys, values, "
+                f"mask{alignment}). Received: {len(states)} states"
             )
         output, cell_states = states[0], states[1 : count + 1]
-        attention, weights, keys, values, mask = states[count + 1 :]
+        attention, weights, keys, values, mask = states[count + 1 : count + 6]
         keys, values = self._restore(keys, "keys"), self._restore(values, "values")
         weights = self._restore(weights, "weights")
+        alignment = dict(zip(names, states[count + 6 :])) if names else None
         return AttentionRNNState(
-            cell_states, attention, weights, keys, values, ops.greater(mask, 0.5), output
+            cell_states, attention, weights, keys, values, ops.greater(mask, 0.5), output, alignment
         )
 
     def pack_state(self, state):
@@ -298,7 +321,13 @@ class AttentionRNNCell(keras.layers.Layer):
             "weights": (tuple(state.weights.shape[1:-1]), ()),
         }
         memory = [_flatten(state.keys), _flatten(state.values), mask]
-        return [output, *cell_states, state.attention, _flatten(state.weights), *memory]
+        alignment = []
+        if self._has_alignment:
+            initial = state.alignment
+            if initial is None:
+                initial = self.attention.initial_alignment_state(mask, ops.greater(mask, 0.5))
+            alignment = [initial[name] for name in self._alignment_keys]  # (B, Tv) each
+        return [output, *cell_states, state.attention, _flatten(state.weights), *memory, *alignment]
 
     def _restore(self, flat, name):
         """A `(B, n)` state back to its `(B, [H,] Tv[, d])` shape."""
@@ -324,27 +353,34 @@ class AttentionRNNCell(keras.layers.Layer):
         # The layout of `pack_state`, read in place: `unpack_state`'s cast of
         # the mask would cost a comparison per step for nothing.
         cell_states, previous_attention = list(states[1 : count + 1]), states[count + 1]
-        flat_keys, flat_values, memory_mask = states[count + 3 :]
+        flat_keys, flat_values, memory_mask = states[count + 3 : count + 6]
+        alignment = dict(zip(self._alignment_keys, states[count + 6 :]))
         key_features = self._restore(flat_keys, "keys")
         value_features = self._restore(flat_values, "values")
         cell_input = ops.concatenate([inputs, ops.cast(previous_attention, inputs.dtype)], -1)
         cell_output, new_cell_states = self.cell(cell_input, cell_states, training=training)
         if not isinstance(new_cell_states, (list, tuple)):
             new_cell_states = [new_cell_states]
-        context, weights = self.attention.attend(
+        extra = {"alignment_state": alignment} if self._has_alignment else {}
+        attended = self.attention.attend(
             cell_output,
             key_features,
             value_features,
             value_mask=ops.greater(memory_mask, 0.5),
             return_attention_scores=True,
             training=training,
-        )  # (B, dv), (B, Tv) or (B, H, Tv)
+            **extra,
+        )
+        context, weights = attended[:2]  # (B, dv), (B, Tv) or (B, H, Tv)
+        alignment = attended[2] if self._has_alignment else {}
         attention = context
         if self.attention_dense is not None:
             attention = self.attention_dense(ops.concatenate([cell_output, context], -1))
         outputs = [cell_output, attention]
         if self.return_attention_weights:
-            outputs.append(ops.reshape(weights, (ops.shape(weights)[0], -1)))  # (B, [H*]Tv)
+            # The static size: with a symbolic batch, (B, -1) is (None, None) in a
+            # TensorFlow graph, and the output then changes shape inside the RNN's loop.
+            outputs.append(ops.reshape(weights, (-1, self._weights_size())))  # (B, [H*]Tv)
         output = ops.concatenate(outputs, -1)
         new_states = [
             output,
@@ -354,6 +390,7 @@ class AttentionRNNCell(keras.layers.Layer):
             flat_keys,
             flat_values,
             memory_mask,
+            *[alignment[name] for name in self._alignment_keys],
         ]
         return output, new_states
 

@@ -112,7 +112,7 @@ class BahdanauAttention(KernelArgsMixin, BaseAttention):
     def _score_vector(self, dtype):
         v = ops.cast(self.v, dtype)
         if self.normalize:
-            v = ops.cast(self.g, dtype) * v / ops.sqrt(ops.sum(ops.square(v)))
+            v = scores.weight_normalized(v, ops.cast(self.g, dtype))
         return v
 
     def _score(self, query, key):

@@ -16,6 +16,28 @@ A subclass creates its weights in `build`, and overrides only:
 Validation (`keras_attention.validation`), masks, normalization, dropout,
 rank-2 queries, the choice of path and the optional weights output live here
 once.
+
+Attention with an alignment state (location-sensitive, monotonic: layers that
+read where they attended before) extends the contract, in
+`alignment_attention.AlignmentAttention`:
+
+- `layer.has_alignment_state` is True (False for every content-based layer:
+  the one attribute that asks the question);
+- `layer.alignment_state_keys` names the state's tensors, e.g.
+  `("weights", "cumulative")`;
+- `layer.initial_alignment_state(memory, value_mask=None)` returns the state
+  before the first step: a dict of float `(B, Tv)` tensors, one per key
+  (`memory` is any `(B, Tv, ...)` tensor: the value or its projection);
+- `layer.attend(query, key_features, value_features, ...,
+  alignment_state=None)` takes one step, a rank-2 `(B, dq)` query, and
+  returns `(context, new_state)`, or `(context, weights, new_state)` with
+  `return_attention_scores=True` (`alignment_state=None`: the initial one);
+- `layer(query, value, ...)` with a `(B, Tq, dq)` query runs the recurrence
+  over the `Tq` queries from the initial state (teacher forcing) and returns
+  what every layer returns: the context, and the weights.
+
+Every state tensor has the batch as its leading axis, so a search can tile
+and reorder it like any other state; `AttentionRNNCell` carries it.
 """
 
 import keras
@@ -74,6 +96,9 @@ class BaseAttention(keras.layers.Layer):
     # Whether the logits and weights carry a heads axis, (B, H, Tq, Tv), of
     # `num_heads` heads: the one spelling of "is this multi-head?".
     has_heads = False
+    # Whether `attend` reads and returns an alignment state (see the module
+    # docstring and `AlignmentAttention`).
+    has_alignment_state = False
 
     def __init__(
         self,
@@ -163,16 +188,9 @@ class BaseAttention(keras.layers.Layer):
         training=None,
         mask=None,
     ):
-        # Keras fills `mask` (not `query_mask`) when the query is the only
-        # tensor argument: `layer(x)` after `Embedding(mask_zero=True)`.
-        query_mask = mask if query_mask is None else query_mask
-        if value is None:  # self-attention, e.g. inside `keras.Sequential`
-            value, value_mask = query, query_mask if value_mask is None else value_mask
-        key = value if key is None else key
-        validation.check_call(
-            self._owner, query, value, key, query_mask, value_mask, attention_mask
+        value, key, query_mask, value_mask = self._resolve_inputs(
+            query, value, key, query_mask, value_mask, attention_mask, mask
         )
-        self._validate_features(query, key, value)
         memory = self.project_memory(key, value, value_mask)
         masks = (query_mask, value_mask, attention_mask, use_causal_mask)
         return self.attend(query, *memory, *masks, return_attention_scores, training)
@@ -309,6 +327,20 @@ class BaseAttention(keras.layers.Layer):
             device=device,
         )
 
+    def _resolve_inputs(self, query, value, key, query_mask, value_mask, attention_mask, mask):
+        """`(value, key, query_mask, value_mask)` with the defaults of the contract, checked."""
+        # Keras fills `mask` (not `query_mask`) when the query is the only
+        # tensor argument: `layer(x)` after `Embedding(mask_zero=True)`.
+        query_mask = mask if query_mask is None else query_mask
+        if value is None:  # self-attention, e.g. inside `keras.Sequential`
+            value, value_mask = query, query_mask if value_mask is None else value_mask
+        key = value if key is None else key
+        validation.check_call(
+            self._owner, query, value, key, query_mask, value_mask, attention_mask
+        )
+        self._validate_features(query, key, value)
+        return value, key, query_mask, value_mask
+
     def _validate_features(self, query, key, value):
         """Subclasses check feature sizes their score needs."""
 
@@ -336,14 +368,9 @@ class BaseAttention(keras.layers.Layer):
     ):
         # From the shapes alone, after the checks `call` makes: symbolic calls
         # (Functional models, Sequential without data) never trace the math.
-        query_mask = mask if query_mask is None else query_mask
-        if value is None:
-            value, value_mask = query, query_mask if value_mask is None else value_mask
-        key = value if key is None else key
-        validation.check_call(
-            self._owner, query, value, key, query_mask, value_mask, attention_mask
+        value, key, query_mask, value_mask = self._resolve_inputs(
+            query, value, key, query_mask, value_mask, attention_mask, mask
         )
-        self._validate_features(query, key, value)
         shape = self.compute_output_shape(query.shape, value.shape, key.shape)
         context = keras.KerasTensor(shape, dtype=self.compute_dtype)
         if not return_attention_scores:

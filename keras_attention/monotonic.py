@@ -1,0 +1,111 @@
+"""Monotonic attention (Raffel et al., 2017) as pure `keras.ops` functions.
+
+At each output step, the attention scans the memory from where it stopped the
+step before and, at position `j`, stops there with probability `p_j`
+(`p_choose_i`, a sigmoid of the score). The expected alignment `α_i` given the
+previous one `α_{i-1}` is
+
+```
+q_i[j] = (1 - p_i[j-1]) · q_i[j-1] + α_{i-1}[j]        (q_i[-1] = 0)
+α_i[j] = p_i[j] · q_i[j]
+```
+
+`monotonic_attention` computes it three ways (TensorFlow Addons'
+`tfa.seq2seq.monotonic_attention`): `"recursive"` (the recurrence over `j`, a
+scan), `"parallel"` (its closed form with cumulative products and sums) and
+`"hard"` (for `p` in {0, 1}: the first stop at or after the previous one).
+Mass that reaches the end without stopping leaves: an alignment may sum to
+less than 1.
+
+Shape letters: `B` batch, `Tv` memory positions.
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import ops
+
+from keras_attention import backends
+from keras_attention import validation
+
+MODES = ("parallel", "recursive", "hard")
+
+# The smallest positive normal number of each float dtype (`np.finfo(dtype).tiny`;
+# NumPy alone has no bfloat16).
+_TINY = {
+    "float16": 6.103515625e-05,
+    "bfloat16": 1.1754943508222875e-38,
+    "float32": 1.1754943508222875e-38,
+    "float64": 2.2250738585072014e-308,
+}
+
+
+def _exclusive(cumulative, first):
+    """`[first, c_0, ..., c_{T-2}]` along the last axis: an inclusive scan made exclusive."""
+    start = ops.full_like(cumulative[..., :1], first)
+    return ops.concatenate([start, cumulative[..., :-1]], axis=-1)
+
+
+def safe_cumprod(x, exclusive: bool = False):
+    """Cumulative product over the last axis, in log space.
+
+    `exp(cumsum(log(clip(x, tiny, 1))))`, `tiny` the smallest normal of `x`'s
+    dtype, so a long product of factors in `(0, 1]` underflows to `tiny`-sized
+    numbers instead of producing `log(0)`. With `exclusive=True`, entry `j` is
+    the product of the entries before `j` (entry 0 is 1).
+    """
+    x = ops.convert_to_tensor(x)
+    tiny = _TINY[keras.backend.standardize_dtype(x.dtype)]
+    log_cumulative = ops.cumsum(ops.log(ops.clip(x, tiny, 1.0)), axis=-1)
+    if exclusive:
+        log_cumulative = _exclusive(log_cumulative, 0.0)
+    return ops.exp(log_cumulative)
+
+
+def _recursive(p_choose_i, previous_attention):
+    stay = _exclusive(1.0 - p_choose_i, 1.0)  # (B, Tv): 1, 1 - p_0, ..., 1 - p_{Tv-2}
+
+    def step(carry, inputs):
+        factor, previous = inputs  # (B,), (B,)
+        return factor * carry + previous
+
+    xs = (ops.transpose(stay), ops.transpose(previous_attention))  # (Tv, B) each
+    q = backends.scan_states(step, ops.zeros_like(stay[:, 0]), xs)  # (Tv, B)
+    return p_choose_i * ops.transpose(q)
+
+
+def monotonic_attention(p_choose_i, previous_attention, mode: str = "parallel"):
+    """The expected monotonic alignment `(B, Tv)` given the previous one.
+
+    Args:
+        p_choose_i: `(B, Tv)` probabilities of stopping at each position
+            (in {0, 1} for `mode="hard"`).
+        previous_attention: `(B, Tv)` the previous step's alignment; a
+            one-hot on position 0 before the first step.
+        mode: `"parallel"` (default; a closed form of the recurrence with an
+            exclusive `safe_cumprod`, whose division is clipped at 1e-10),
+            `"recursive"` (the recurrence itself, a scan over `Tv`: exact but
+            sequential) or `"hard"` (`p_choose_i` in {0, 1}: a one-hot at the
+            first position at or after the previous one with `p = 1`, or all
+            zeros when there is none).
+
+    Returns:
+        `(B, Tv)` alignment in the dtype of `p_choose_i`; it sums to at most
+        `sum(previous_attention)`.
+
+    References:
+        Raffel, Luong, Liu, Weiss & Eck, "Online and Linear-Time Attention by
+        Enforcing Monotonic Alignments", ICML 2017.
+    """
+    validation.choice("monotonic_attention", "mode", mode, MODES)
+    p_choose_i = ops.convert_to_tensor(p_choose_i)
+    previous_attention = ops.cast(previous_attention, p_choose_i.dtype)
+    if mode == "recursive":
+        return _recursive(p_choose_i, previous_attention)
+    if mode == "parallel":
+        cumprod = safe_cumprod(1.0 - p_choose_i, exclusive=True)  # (B, Tv)
+        carried = ops.cumsum(previous_attention / ops.clip(cumprod, 1e-10, 1.0), axis=-1)
+        return p_choose_i * cumprod * carried
+    # hard: no stop before the previous one, then only the first stop.
+    p_choose_i = p_choose_i * ops.cumsum(previous_attention, axis=-1)
+    return p_choose_i * _exclusive(ops.cumprod(1.0 - p_choose_i, axis=-1), 1.0)
