@@ -3,8 +3,8 @@ data, decoder masks in the RNN layers, outputs in the layer's dtype.
 
 Each test here failed on 0.1.0 (issue 18): no layer implemented
 `compute_output_shape` (Keras's default raised); `AttentionRNN` ignored the
-decoder's Keras mask; a mask crashed `keras.layers.RNN(AttentionRNNCell(...))` on JAX; a float64 layer gave
-a float32 context on PyTorch.
+decoder's Keras mask; a mask crashed `keras.layers.RNN(AttentionRNNCell(...))`
+on JAX; a float64 layer gave a float32 context on PyTorch.
 """
 
 import keras
