@@ -53,7 +53,7 @@ class Translator(tf.Module):
     tensors stored with the SavedModel, so a loaded ``translate`` accepts any
     subset of ``max_length``, ``beam_size``, ``alpha``, ``beta`` by keyword.
     The beam size is a graph input: one traced graph runs every beam size
-    (the beam search with a tensor ``beam_size``).
+    (the greedy search for 1, else the beam search with a tensor ``beam_size``).
     """
 
     def __init__(

@@ -2,8 +2,9 @@
 
 The defaults train the date-normalization task in a few minutes on two CPU
 cores. Any other dataset gets the ``real`` recipe (``--recipe``, see
-``examples.nmt.training.recipes``): SentencePiece subwords, a larger model, dropout
-and label smoothing, tuned on Tatoeba French->English. Everything goes to
+``examples.nmt.training.recipes``): SentencePiece subwords, a Transformer
+(``--architecture rnn`` for the RNN), dropout and label smoothing, tuned on
+Tatoeba French->English. Everything goes to
 ``--output-dir`` (``runs/nmt``):
 
 * ``model.keras`` (best epoch's weights), ``saved_model/`` (``translate(strings)``,
@@ -64,9 +65,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--architecture",
         choices=("rnn", "transformer"),
-        default="rnn",
-        help="an RNN encoder-decoder with attention, or a Transformer "
-        "(examples.nmt.models.transformer)",
+        help="(recipe: rnn for date, transformer for real) an RNN encoder-decoder with "
+        "attention, or a Transformer (examples.nmt.models.transformer)",
     )
     parser.add_argument("--attention", choices=ATTENTIONS, help="(recipe, rnn)")
     parser.add_argument("--decoder", choices=DECODERS, help="(recipe, rnn)")
@@ -151,14 +151,17 @@ def make_parser() -> argparse.ArgumentParser:
 
 def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Applies the recipe, then the checks one flag's type cannot make (exit 2 on failure)."""
+    chosen = args.architecture
+    recipes.apply_recipe(args)
+    # The recipe fills only its architecture's flags: the other's set are the user's.
     for architecture, flags in recipes.ARCHITECTURE_FLAGS.items():
         given = [flag for flag in flags if getattr(args, flag) is not None]
         if architecture != args.architecture and given:
+            default = "" if chosen else f" (the {args.recipe} recipe's default)"
             parser.error(
                 f"argument --{given[0].replace('_', '-')}: only for --architecture "
-                f"{architecture}, received --architecture {args.architecture}"
+                f"{architecture}, received --architecture {args.architecture}{default}"
             )
-    recipes.apply_recipe(args)
     if not 0.0 <= args.label_smoothing < 1.0:
         parser.error(
             f"argument --label-smoothing: expected 0 <= value < 1, received {args.label_smoothing}"

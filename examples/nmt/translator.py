@@ -70,20 +70,20 @@ def search(
 ) -> SearchResult:
     """The best hypothesis of a search over ``(B, Ts)`` source ids; fields ``(B, ...)``.
 
-    A Python ``beam_size`` of 1 runs the greedy search (``scores ==
-    log_probs``); anything else the beam search, with the GNMT length penalty
-    ``alpha`` and coverage penalty ``beta``.
+    A ``beam_size`` of 1 (a Python int, or a tensor that holds 1 when the
+    graph runs) takes the greedy search (``scores == log_probs``); anything
+    else the beam search, with the GNMT length penalty ``alpha`` and coverage
+    penalty ``beta``.
     """
-    if tf.is_tensor(beam_size):  # a graph input (the SavedModel): checked when it runs
-        tf.debugging.assert_greater_equal(
-            beam_size, 1, message="Expected beam_size >= 1 (a SavedModel input)"
-        )
-    step, state = search_start(model, source_ids, max_length, beam_size)
     common = dict(start_id=START_ID, end_id=END_ID, max_length=max_length, pad_id=PAD_ID)
-    if not tf.is_tensor(beam_size) and beam_size == 1:
-        result = decoding.greedy_search(step, state, **common)
-    else:
-        result = decoding.beam_search(
+
+    def greedy() -> SearchResult:
+        step, state = search_start(model, source_ids, max_length, 1)
+        return decoding.greedy_search(step, state, **common)
+
+    def beam() -> SearchResult:
+        step, state = search_start(model, source_ids, max_length, beam_size)
+        return decoding.beam_search(
             step,
             state,
             beam_size=beam_size,
@@ -91,6 +91,16 @@ def search(
             coverage_penalty_beta=beta,
             **common,
         )
+
+    if tf.is_tensor(beam_size):  # a graph input (the SavedModel): checked when it runs
+        tf.debugging.assert_greater_equal(
+            beam_size, 1, message="Expected beam_size >= 1 (a SavedModel input)"
+        )
+        # One graph, both searches: a beam of 1 would gather every state
+        # (the Transformer's whole key/value caches) at every step.
+        result = tf.cond(tf.equal(beam_size, 1), greedy, beam)
+    else:
+        result = greedy() if beam_size == 1 else beam()
     return tf.nest.map_structure(lambda x: x[:, 0], result)  # best first
 
 

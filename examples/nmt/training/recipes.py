@@ -8,14 +8,17 @@ the values used.
 * ``date``: word-level source (its gold alignments count those tokens), a
   SentencePiece character model for the ISO target (``"1998-05-09"``), a
   small input-feeding model: 100% exact match in a few minutes on 2 CPU cores.
-* ``real``: SentencePiece unigram models (cased) on both sides, the Luong
-  decoder and attention (one RNN pass, then one attention call: the fastest
-  to train per step), 256 units, dropout and label smoothing; picked by
-  measurement on Tatoeba French->English (``examples/nmt/README.md``).
+* ``real``: SentencePiece unigram models (cased) on both sides, dropout and
+  label smoothing, and a Transformer (2+2 blocks, ``d_model`` 192): on
+  Tatoeba French->English it beats the recipe's RNN (Luong decoder and
+  attention, 256 units) in the same 27 minutes of training on 2 CPU cores
+  (``docs/transformers.md``).
 
-``--architecture transformer`` takes the same recipe and replaces the RNN
-sizes and the optimisation settings by those of ``TRANSFORMER_RECIPES``
-(layers, ``d_model``, feed-forward size, heads, learning rate, epochs).
+``--architecture`` picks the model; left out, it is the recipe's
+(``ARCHITECTURES``: the RNN for ``date``, the Transformer for ``real``).
+``--architecture transformer`` replaces the RNN sizes and the optimisation
+settings of a recipe by those of ``TRANSFORMER_RECIPES`` (layers,
+``d_model``, feed-forward size, heads, learning rate, epochs).
 """
 
 from __future__ import annotations
@@ -86,6 +89,10 @@ TRANSFORMER_RECIPES = {
         "warmup_steps": 800,
     },
 }
+# The architecture of each recipe when --architecture is left out: measured
+# on 2 CPU cores, the RNN wins the date task (100% against 99.95% exact
+# match), the Transformer fra-eng (53.4 against 51.7 cased BLEU, same time).
+ARCHITECTURES = {"date": "rnn", "real": "transformer"}
 # The flags of one architecture only: left None for the other.
 ARCHITECTURE_FLAGS = {
     "rnn": ("attention", "decoder", "embedding_dim", "units"),
@@ -100,6 +107,13 @@ def recipe_name(args: argparse.Namespace) -> str:
     return "date" if args.dataset.split("/")[0] == DEFAULT_DATASET else "real"
 
 
+def architecture_name(args: argparse.Namespace) -> str:
+    """``--architecture``, or the recipe's when it was left out (None)."""
+    if getattr(args, "architecture", None) is not None:
+        return args.architecture
+    return ARCHITECTURES[recipe_name(args)]
+
+
 def recipe_values(recipe: str, architecture: str = "rnn") -> dict:
     """The defaults of ``recipe`` for ``architecture`` (``"rnn"`` or ``"transformer"``)."""
     values = dict(RECIPES[recipe])
@@ -110,9 +124,12 @@ def recipe_values(recipe: str, architecture: str = "rnn") -> dict:
 
 
 def apply_recipe(args: argparse.Namespace) -> None:
-    """Fills the flags left unset (None) from the recipe; ``args.recipe`` becomes its name."""
+    """Fills the flags left unset (None) from the recipe; ``args.recipe`` becomes its name.
+
+    ``args.architecture`` becomes ``architecture_name(args)``.
+    """
+    args.architecture = architecture_name(args)
     args.recipe = recipe_name(args)
-    architecture = getattr(args, "architecture", "rnn")
-    for key, value in recipe_values(args.recipe, architecture).items():
+    for key, value in recipe_values(args.recipe, args.architecture).items():
         if getattr(args, key, None) is None:
             setattr(args, key, value)

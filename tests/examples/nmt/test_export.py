@@ -62,7 +62,7 @@ def python_search(model, vocabularies, beam_size, alpha, beta, max_length=MAX_LE
     )
 
 
-@pytest.mark.parametrize("beam_size", [1, 4])
+@pytest.mark.parametrize("beam_size", [2, 4])
 def test_saved_model_beam_search_equals_python_beam_search(exported, beam_size):
     model, vocabularies, translator = exported
     outputs = translator.translate(tf.constant(SENTENCES), beam_size=beam_size, alpha=0.6, beta=0.3)
@@ -88,13 +88,20 @@ def test_saved_model_beam_search_equals_python_beam_search(exported, beam_size):
     np.testing.assert_array_equal(outputs["attention"].numpy()[3], 0.0)
 
 
-def test_saved_model_beam_one_is_the_greedy_path(exported):
+def test_saved_model_beam_one_is_the_greedy_search(exported):
+    """A graph-input beam size of 1 runs the greedy search: its tokens and scores, no penalties."""
     model, vocabularies, translator = exported
     outputs = translator.translate(tf.constant(SENTENCES[:3]), beam_size=1, alpha=0.6, beta=0.3)
     greedy = python_search(model, vocabularies, None, 0.0, 0.0)
     np.testing.assert_array_equal(outputs["target_length"].numpy(), greedy.lengths.numpy()[:, 0])
     translations = vocabularies.target.decode(greedy.ids[:, 0]).numpy()
     np.testing.assert_array_equal(outputs["translation"].numpy(), translations)
+    # As `translate(..., beam_size=1)` in Python: greedy log-probabilities, not GNMT scores.
+    np.testing.assert_allclose(outputs["scores"].numpy(), greedy.log_probs[:, 0], atol=1e-5)
+    source_length = outputs["source_tokens"].shape[1]
+    np.testing.assert_allclose(
+        outputs["attention"].numpy(), greedy.attention[:, 0, :, :source_length], atol=1e-5
+    )
 
 
 def test_saved_model_defaults_are_the_export_settings(exported):

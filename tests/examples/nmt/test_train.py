@@ -123,6 +123,10 @@ def test_transformer_trains_exports_and_draws_every_head(date_data_dir, tmp_path
             ("--architecture", "transformer", "--layers", "2", "--alignment-layer", "2"),
             "--alignment-layer",
         ),
+        (
+            ("--dataset", "tsv:pairs.tsv", "--units", "32"),
+            "received --architecture transformer (the real recipe's default)",
+        ),
     ],
 )
 def test_architecture_flags_are_checked(extra, match, capsys):
@@ -130,6 +134,26 @@ def test_architecture_flags_are_checked(extra, match, capsys):
         train.parse_args(list(extra))
     assert error.value.code == 2
     assert match in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "extra, architecture",
+    [
+        ((), "rnn"),
+        (("--dataset", "tsv:pairs.tsv"), "transformer"),
+        (("--dataset", "tsv:pairs.tsv", "--architecture", "rnn"), "rnn"),
+        (("--recipe", "real"), "transformer"),
+        (("--dataset", "tsv:pairs.tsv", "--recipe", "date"), "rnn"),
+    ],
+)
+def test_the_recipe_picks_the_architecture_left_out(extra, architecture):
+    """The date task trains the RNN, natural language the Transformer, unless told."""
+    args = train.parse_args(list(extra))
+    assert args.architecture == architecture
+    sized = ("units", "embedding_dim") if architecture == "rnn" else ("d_model", "layers")
+    unsized = ("d_model", "layers") if architecture == "rnn" else ("units", "embedding_dim")
+    assert all(getattr(args, flag) is not None for flag in sized)
+    assert all(getattr(args, flag) is None for flag in unsized)
 
 
 def test_jit_compile_trains_the_input_feeding_decoder(date_data_dir, tmp_path):
