@@ -26,12 +26,12 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import tensorflow as tf  # noqa: E402
-import tensorflow_text  # noqa: E402,F401  (registers the SentencePiece and normalization ops)
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the SentencePiece and normalization ops)
 
-from examples.nmt import export  # noqa: E402
-from examples.nmt import runs  # noqa: E402
-from examples.nmt.data import sources  # noqa: E402
+from examples.nmt import export
+from examples.nmt import runs
+from examples.nmt.data import sources
 
 
 def main(argv=None) -> dict:
