@@ -1,0 +1,159 @@
+"""Location-relative attention (Battenberg et al., 2020) as pure `keras.ops` functions.
+
+Location-relative mechanisms compute each step's alignment from the previous
+one (and the decoder state), without comparing the decoder state with the
+memory's content, which lets text-to-speech models read utterances far
+longer than those seen in training. Two families:
+
+- GMM attention (Graves, 2013; the "V2" form of Battenberg et al.): a
+  mixture of `K` Gaussians over the memory positions, whose means only move
+  forward. `gmm_parameters` maps the query MLP's output to the mixture,
+  `gmm_alignment` evaluates it.
+- Dynamic convolution attention (DCA): additive energies of convolutions of
+  the previous alignment, by learned static filters, by filters predicted
+  from the query (`dynamic_convolution`), and a fixed causal prior filter
+  (`beta_binomial_prior`, `prior_logits`).
+
+`sliding_windows` (a gather of shifted windows) carries every convolution:
+a per-example filter is then one batched matrix product, with no loop over
+the batch.
+
+Shape letters: `B` batch, `Tv` memory positions, `K` mixture components,
+`C` filters, `W` filter width.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from keras import ops
+
+from keras_attention import scores
+
+# The smallest scale `σ` of a mixture component: `softplus` underflows to 0
+# for pre-activations below about -100 in float32, and `N(j; μ, 0)` is a 0/0.
+MIN_SCALE = 1e-5
+# DCA's prior is floored before its log (Battenberg et al.: log(max(prior, 1e-6))).
+PRIOR_FLOOR = 1e-6
+
+
+# ----------------------------------------------------------------------------
+# GMM attention.
+# ----------------------------------------------------------------------------
+def gmm_parameters(parameters):
+    """`(w, Δ, σ)`, each `(B, K)`, from the `(B, 3K)` output `[ŵ, Δ̂, σ̂]` of the query MLP.
+
+    `w = softmax(ŵ)` (the mixture weights), `Δ = softplus(Δ̂)` (how far each
+    mean moves forward this step), `σ = max(softplus(σ̂), MIN_SCALE)` (the
+    components' scales): Battenberg et al.'s V2 parameterization.
+    """
+    parameters = ops.convert_to_tensor(parameters)
+    mixture_logits, delta_logits, scale_logits = ops.split(parameters, 3, axis=-1)
+    mixture = ops.softmax(mixture_logits, axis=-1)
+    delta = ops.softplus(delta_logits)
+    scale = ops.maximum(ops.softplus(scale_logits), MIN_SCALE)
+    return mixture, delta, scale
+
+
+def gmm_alignment(mixture, means, scales, length):
+    """`α[j] = Σ_k w_k · N(j; μ_k, σ_k²)` at the memory positions `j = 0 .. length - 1`.
+
+    The normalized Gaussian density `exp(-(j - μ)² / (2σ²)) / √(2πσ²)` of
+    Graves (2013) and Battenberg et al.'s V1/V2, evaluated at the integer
+    positions themselves (no half-position offset): it is a density, not a
+    difference of CDFs, so a mean at `j` means "at position `j`". The result
+    is not normalized over the positions (it sums to about 1 only when the
+    mixture lies well inside the memory).
+
+    Args:
+        mixture: `(B, K)` mixture weights `w` (they sum to 1).
+        means: `(B, K)` means `μ`, in memory positions.
+        scales: `(B, K)` standard deviations `σ > 0`.
+        length: `Tv`, an int or a scalar tensor.
+
+    Returns:
+        `(B, Tv)` weights in the dtype of `means`.
+    """
+    means = ops.convert_to_tensor(means)
+    mixture, scales = ops.cast(mixture, means.dtype), ops.cast(scales, means.dtype)
+    positions = ops.cast(ops.arange(length), means.dtype)[None, None, :]  # (1, 1, Tv)
+    distance = (positions - means[..., None]) / scales[..., None]  # (B, K, Tv)
+    density = ops.exp(-0.5 * ops.square(distance)) / (math.sqrt(2.0 * math.pi) * scales[..., None])
+    return ops.sum(mixture[..., None] * density, axis=1)  # (B, Tv)
+
+
+# ----------------------------------------------------------------------------
+# Convolutions over the memory axis, and dynamic convolution attention.
+# ----------------------------------------------------------------------------
+def sliding_windows(x, width: int, before: int | None = None):
+    """`windows[b, j, k] = x[b, j + k - before]` (zero outside): `(B, Tv) -> (B, Tv, W)`.
+
+    One gather of the `W` shifted copies of the zero-padded rows. `before`
+    defaults to `(W - 1) // 2`, the centring of Keras's `padding="same"`;
+    `W - 1` makes the windows causal (position `j` and the `W - 1` before it).
+    """
+    x = ops.convert_to_tensor(x)
+    before = (width - 1) // 2 if before is None else before
+    padded = ops.pad(x, ((0, 0), (before, width - 1 - before)))  # (B, Tv + W - 1)
+    rows = ops.arange(ops.shape(x)[1], dtype="int32")[:, None]  # (Tv, 1)
+    index = rows + ops.arange(width, dtype="int32")[None, :]  # (Tv, W)
+    return ops.take(padded, index, axis=1)  # (B, Tv, W)
+
+
+def convolve(alignment, kernel):
+    """The static ("same", cross-correlation) convolution of Keras's `Conv1D`.
+
+    `alignment` `(B, Tv)`, `kernel` `(W, C)`: `(B, Tv, C)`, no bias.
+    """
+    kernel = ops.convert_to_tensor(kernel)
+    windows = sliding_windows(alignment, kernel.shape[0])  # (B, Tv, W)
+    return scores.matmul(windows, ops.cast(kernel, windows.dtype))  # (B, Tv, C)
+
+
+def dynamic_convolution(alignment, filters):
+    """A "same" convolution by filters of each example's own: `(B, Tv), (B, C, W) -> (B, Tv, C)`.
+
+    `out[b, j, c] = Σ_k filters[b, c, k] · alignment[b, j + k - (W - 1) // 2]`:
+    the windows times each example's filters, one batched matrix product.
+    """
+    filters = ops.convert_to_tensor(filters)
+    windows = sliding_windows(alignment, filters.shape[-1])  # (B, Tv, W)
+    windows = ops.cast(windows, filters.dtype)
+    return scores.matmul(windows, ops.swapaxes(filters, -1, -2))  # (B, Tv, C)
+
+
+def beta_binomial_prior(length: int, alpha: float, beta: float) -> np.ndarray:
+    """The beta-binomial pmf `P[k]`, `k = 0 .. length - 1` (`n = length - 1` trials), float64.
+
+    `P[k] = C(n, k) · B(k + α, n - k + β) / B(α, β)`, with the Beta function
+    from `math.lgamma` (no SciPy). DCA's prior filter: with `α = 0.1`,
+    `β = 0.9` most of the mass is on `k = 0` (stay) and it decays with `k`
+    (move forward by `k`).
+    """
+
+    def log_beta(a: float, b: float) -> float:
+        return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+
+    n = length - 1
+    return np.array(
+        [
+            math.comb(n, k) * math.exp(log_beta(k + alpha, n - k + beta) - log_beta(alpha, beta))
+            for k in range(length)
+        ]
+    )
+
+
+def prior_logits(alignment, prior, floor: float = PRIOR_FLOOR):
+    """`log(max(P ∗ α, floor))` of DCA: the causal prior filter over the previous alignment.
+
+    `(P ∗ α)[j] = Σ_k P[k] · α[j - k]`: the mass of `α` that the prior moves
+    forward by `k` lands on `j`. `alignment` `(B, Tv)`, `prior` `(L,)`;
+    returns `(B, Tv)` in the alignment's dtype.
+    """
+    alignment = ops.convert_to_tensor(alignment)
+    prior = np.asarray(prior)
+    windows = sliding_windows(alignment, len(prior), before=len(prior) - 1)  # α[j - L + 1 .. j]
+    reversed_prior = ops.convert_to_tensor(prior[::-1].copy(), alignment.dtype)  # (L,)
+    filtered = ops.sum(windows * reversed_prior, axis=-1)  # (B, Tv)
+    return ops.log(ops.maximum(filtered, floor))
