@@ -50,7 +50,8 @@ def gmm_parameters(parameters):
     """
     parameters = ops.convert_to_tensor(parameters)
     mixture_logits, delta_logits, scale_logits = ops.split(parameters, 3, axis=-1)
-    mixture = ops.softmax(mixture_logits, axis=-1)
+    # A softmax written out: Keras warns about a softmax over one component (K = 1).
+    mixture = ops.exp(mixture_logits - ops.logsumexp(mixture_logits, axis=-1, keepdims=True))
     delta = ops.softplus(delta_logits)
     scale = ops.maximum(ops.softplus(scale_logits), MIN_SCALE)
     return mixture, delta, scale
@@ -107,8 +108,12 @@ def convolve(alignment, kernel):
     `alignment` `(B, Tv)`, `kernel` `(W, C)`: `(B, Tv, C)`, no bias.
     """
     kernel = ops.convert_to_tensor(kernel)
-    windows = sliding_windows(alignment, kernel.shape[0])  # (B, Tv, W)
-    return scores.matmul(windows, ops.cast(kernel, windows.dtype))  # (B, Tv, C)
+    width, filters = kernel.shape
+    windows = sliding_windows(alignment, width)  # (B, Tv, W)
+    # A rank-2 product: rank 3 by rank 2 is a Tensordot on TensorFlow, whose
+    # gradient XLA cannot compile inside a while loop (an RNN of AttentionRNNCell).
+    flat = scores.matmul(ops.reshape(windows, (-1, width)), ops.cast(kernel, windows.dtype))
+    return ops.reshape(flat, (ops.shape(windows)[0], ops.shape(windows)[1], filters))
 
 
 def dynamic_convolution(alignment, filters):

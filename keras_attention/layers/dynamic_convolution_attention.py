@@ -19,11 +19,11 @@ class DynamicConvolutionAttention(KernelArgsMixin, AlignmentAttention):
     with the memory's content. At step `i`
 
     ```
-    f_i = F ∗ α_{i-1}                      static filters F, learned: (B, Tv, C_s)
-    g_i = G(q_i) ∗ α_{i-1}                 dynamic filters, G(q) = W_G tanh(W_h q + b_h): (B, Tv, C_d)
-    p_i = P ∗ α_{i-1}                      a fixed causal prior filter (beta-binomial pmf)
+    f_i = F ∗ α_{i-1}                  static filters F, learned: (B, Tv, C_s)
+    g_i = G(q_i) ∗ α_{i-1}             dynamic filters G(q) = W_G tanh(W_h q + b_h): (B, Tv, C_d)
+    p_i = P ∗ α_{i-1}                  a fixed causal prior filter (beta-binomial pmf)
     e_i[j] = vᵀ tanh(W f_i[j] + U g_i[j] + b) + log(max(p_i[j], 1e-6))
-    α_i = softmax_j(e_i)                   over the unmasked positions
+    α_i = softmax_j(e_i)               over the unmasked positions
     ```
 
     with `α_0` a one-hot on memory position 0. The convolutions of `F` and
