@@ -133,8 +133,8 @@ def beta_binomial_prior(length: int, alpha: float, beta: float) -> np.ndarray:
 
     `P[k] = C(n, k) · B(k + α, n - k + β) / B(α, β)`, with the Beta function
     from `math.lgamma` (no SciPy). DCA's prior filter: with `α = 0.1`,
-    `β = 0.9` most of the mass is on `k = 0` (stay) and it decays with `k`
-    (move forward by `k`).
+    `β = 0.9` and 11 taps, 0.74 of the mass is on `k = 0` (stay) and the
+    rest spread thinly over moves forward by `k = 1 .. 10` (0.075 to 0.013).
     """
 
     def log_beta(a: float, b: float) -> float:
