@@ -90,7 +90,9 @@ class AttentionRNNCell(keras.layers.Layer):
         attention: one of `BahdanauAttention`, `LuongAttention`,
             `ScaledDotProduct`, `MultiHead`, or an attention with an
             alignment state (`LocationSensitiveAttention`,
-            `BahdanauMonotonicAttention`, `LuongMonotonicAttention`).
+            `BahdanauMonotonicAttention`, `LuongMonotonicAttention`,
+            `StepwiseMonotonicAttention`, `GMMAttention`,
+            `DynamicConvolutionAttention`).
         attention_layer_size: size of the attentional vector `a_t`
             (Luong et al. 2015); `None` uses the context itself.
         return_attention_weights: append each step's attention weights,
