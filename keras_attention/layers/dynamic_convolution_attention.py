@@ -35,7 +35,10 @@ class DynamicConvolutionAttention(KernelArgsMixin, AlignmentAttention):
     and never trained. The dynamic filters are each example's own: the
     convolution is one gather of shifted windows and one batched matrix
     product (`location_relative.dynamic_convolution`), with no loop over the
-    batch. The defaults are the paper's: attention size 128, 8 static and 8
+    batch; since `W (F ∗ α) = (F W) ∗ α`, each filter bank is folded with its
+    projection first, and with equal widths (the default) a step is a single
+    convolution of the previous weights by `F W + G(q) U`, straight to the
+    attention size. The defaults are the paper's: attention size 128, 8 static and 8
     dynamic filters of width 21, a 128-unit MLP for the dynamic filters, a
     prior of length 11 with `alpha = 0.1`, `beta = 0.9`.
 
@@ -159,18 +162,29 @@ class DynamicConvolutionAttention(KernelArgsMixin, AlignmentAttention):
 
     def _alignment(self, query_features, key_features, mask, state, training, noise):
         previous = ops.cast(state["weights"], query_features.dtype)  # (B, Tv)
-        batch, length = ops.shape(previous)[0], ops.shape(previous)[1]
-        static = location_relative.convolve(previous, self.static_kernel)  # (B, Tv, C_s)
+        batch = ops.shape(previous)[0]
+        # W (F ∗ α) + U (G ∗ α) = (F W) ∗ α + (G U) ∗ α: the filters and their
+        # projections are linear, so each pair folds into one (W, U) kernel and
+        # a step convolves straight to the attention size, without the C
+        # channels in between (the products are rank 2: a rank-3 Dense is a
+        # Tensordot, whose gradient XLA cannot compile in an RNN's while loop).
+        static = scores.matmul(self.static_kernel, self.static_dense.kernel)  # (W_s, U)
         filters = ops.reshape(
             query_features, (-1, self.dynamic_filters, self.dynamic_kernel_size)
         )  # (B, C_d, W_d)
-        dynamic = location_relative.dynamic_convolution(previous, filters)  # (B, Tv, C_d)
-        # Rank-2 products: a rank-3 Dense is a Tensordot, whose gradient XLA
-        # cannot compile inside a while loop (the RNN of AttentionRNNCell).
-        hidden = self.static_dense(ops.reshape(static, (-1, self.static_filters)))
-        hidden = hidden + self.dynamic_dense(ops.reshape(dynamic, (-1, self.dynamic_filters)))
-        hidden = ops.tanh(scores.add_bias(hidden, ops.cast(self.b, hidden.dtype)))  # (B*Tv, U)
-        hidden = ops.reshape(hidden, (batch, length, self.units))  # (B, Tv, U)
+        filters = ops.reshape(ops.swapaxes(filters, 1, 2), (-1, self.dynamic_filters))
+        dynamic = scores.matmul(filters, ops.cast(self.dynamic_dense.kernel, filters.dtype))
+        dynamic = ops.reshape(dynamic, (batch, self.dynamic_kernel_size, self.units))
+        static = ops.cast(static, dynamic.dtype)
+        if self.static_kernel_size == self.dynamic_kernel_size:  # one convolution
+            kernels = ops.swapaxes(dynamic + static[None], 1, 2)  # (B, U, W)
+            hidden = location_relative.dynamic_convolution(previous, kernels)  # (B, Tv, U)
+        else:
+            hidden = location_relative.convolve(previous, static)
+            hidden = hidden + location_relative.dynamic_convolution(
+                previous, ops.swapaxes(dynamic, 1, 2)
+            )
+        hidden = ops.tanh(scores.add_bias(hidden, ops.cast(self.b, hidden.dtype)))  # (B, Tv, U)
         energy = scores.AdditiveScore.project(hidden, ops.cast(self.v, hidden.dtype))  # (B, Tv)
         prior = location_relative.prior_logits(state["weights"], self.prior)  # (B, Tv) float32
         logits = ops.cast(energy, prior.dtype) + prior
