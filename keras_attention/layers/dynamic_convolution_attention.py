@@ -33,9 +33,9 @@ class DynamicConvolutionAttention(KernelArgsMixin, AlignmentAttention):
     it favours staying or moving forward a little, and forbids going back.
     It is computed in NumPy at build (`location_relative.beta_binomial_prior`)
     and never trained. The dynamic filters are each example's own: the
-    convolution is one gather of shifted windows and one batched matrix
-    product (`location_relative.dynamic_convolution`), with no loop over the
-    batch; since `W (F ∗ α) = (F W) ∗ α`, each filter bank is folded with its
+    convolution is `W` multiply-adds of shifted copies of the alignment by
+    each example's taps (`location_relative.dynamic_convolution`), with no
+    loop over the batch; since `W (F ∗ α) = (F W) ∗ α`, each filter bank is folded with its
     projection first, and with equal widths (the default) a step is a single
     convolution of the previous weights by `F W + G(q) U`, straight to the
     attention size. The defaults are the paper's: attention size 128, 8 static and 8
