@@ -1,4 +1,4 @@
-"""Time of one decoding step of each issue-21 layer against BahdanauAttention's.
+"""Time of one decoding step of each alignment-state layer (issue 21) against BahdanauAttention's.
 
     KERAS_BACKEND=tensorflow python benchmarks/alignment_step.py [--batch 64 --length 256]
 
@@ -32,6 +32,11 @@ def layers(units: int) -> dict:
         "bahdanau_monotonic_hard": ka.BahdanauMonotonicAttention(units, mode="hard"),
         "luong_monotonic_parallel": ka.LuongMonotonicAttention(),
         "luong_local_p": ka.LuongLocalPAttention(),
+        # mode="auto" decodes hard: a benchmark step runs outside training.
+        "stepwise_monotonic_auto": ka.StepwiseMonotonicAttention(units),
+        "stepwise_monotonic_soft": ka.StepwiseMonotonicAttention(units, mode="soft"),
+        "gmm": ka.GMMAttention(units=units),
+        "dynamic_convolution": ka.DynamicConvolutionAttention(units, dynamic_units=units),
     }
 
 

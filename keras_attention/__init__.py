@@ -8,8 +8,11 @@ Public API:
   `AttentionRNN` (the RNN layer that runs it over a memory).
 - Attention with an alignment state (`AlignmentAttention`), which reads where
   it attended before: `LocationSensitiveAttention`,
-  `BahdanauMonotonicAttention`, `LuongMonotonicAttention`, and
-  `keras_attention.monotonic` (`monotonic_attention`, `safe_cumprod`).
+  `BahdanauMonotonicAttention`, `LuongMonotonicAttention`,
+  `StepwiseMonotonicAttention`, and `keras_attention.monotonic`
+  (`monotonic_attention`, `stepwise_monotonic_attention`, `safe_cumprod`);
+  the location-relative `GMMAttention` and `DynamicConvolutionAttention`,
+  and `keras_attention.location_relative` (their math).
 - Positions: `SinusoidalPositionalEncoding`, `LearnedPositionalEmbedding`,
   and rotary embeddings (`keras_attention.rotary`, `MultiHead(rotary=True)`).
 - Pure math: `keras_attention.scores` (each score defined once, for every
@@ -28,6 +31,7 @@ Public API:
 __version__ = "0.1.0"
 
 from keras_attention import decoding
+from keras_attention import location_relative
 from keras_attention import masks
 from keras_attention import memory_efficient
 from keras_attention import monotonic
@@ -42,6 +46,8 @@ from keras_attention.layers import AttentionRNNCell
 from keras_attention.layers import BahdanauAttention
 from keras_attention.layers import BahdanauMonotonicAttention
 from keras_attention.layers import BaseAttention
+from keras_attention.layers import DynamicConvolutionAttention
+from keras_attention.layers import GMMAttention
 from keras_attention.layers import LearnedPositionalEmbedding
 from keras_attention.layers import LocationSensitiveAttention
 from keras_attention.layers import LuongAttention
@@ -50,6 +56,7 @@ from keras_attention.layers import LuongMonotonicAttention
 from keras_attention.layers import MultiHead
 from keras_attention.layers import ScaledDotProduct
 from keras_attention.layers import SinusoidalPositionalEncoding
+from keras_attention.layers import StepwiseMonotonicAttention
 from keras_attention.plotting import plot_attention
 from keras_attention.plotting import plot_heads
 from keras_attention.plotting import reduce_heads
@@ -62,6 +69,8 @@ __all__ = [
     "BahdanauAttention",
     "BahdanauMonotonicAttention",
     "BaseAttention",
+    "DynamicConvolutionAttention",
+    "GMMAttention",
     "LearnedPositionalEmbedding",
     "LocationSensitiveAttention",
     "LuongAttention",
@@ -70,7 +79,9 @@ __all__ = [
     "MultiHead",
     "ScaledDotProduct",
     "SinusoidalPositionalEncoding",
+    "StepwiseMonotonicAttention",
     "decoding",
+    "location_relative",
     "masks",
     "memory_efficient",
     "monotonic",

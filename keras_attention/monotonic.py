@@ -17,6 +17,10 @@ scan), `"parallel"` (its closed form with cumulative products and sums) and
 Mass that reaches the end without stopping leaves: an alignment may sum to
 less than 1.
 
+`stepwise_monotonic_attention` is the stricter recurrence of stepwise
+monotonic attention (He, Deng & He, 2019): at each step the attention stays
+where it is, or moves forward by exactly one position.
+
 Shape letters: `B` batch, `Tv` memory positions.
 """
 
@@ -29,6 +33,9 @@ from keras_attention import backends
 from keras_attention import validation
 
 MODES = ("parallel", "recursive", "hard")
+# Stepwise monotonic attention: "soft" (the expectation), "hard" (p in {0, 1}),
+# "auto" (soft in training, hard otherwise: the paper's recipe).
+STEPWISE_MODES = ("auto", "soft", "hard")
 
 # The smallest positive normal number of each float dtype (`np.finfo(dtype).tiny`;
 # NumPy alone has no bfloat16).
@@ -109,3 +116,37 @@ def monotonic_attention(p_choose_i, previous_attention, mode: str = "parallel"):
     # hard: no stop before the previous one, then only the first stop.
     p_choose_i = p_choose_i * ops.cumsum(previous_attention, axis=-1)
     return p_choose_i * _exclusive(ops.cumprod(1.0 - p_choose_i, axis=-1), 1.0)
+
+
+def stepwise_monotonic_attention(p_stay, previous_attention):
+    """The expected stepwise monotonic alignment `(B, Tv)` given the previous one.
+
+    At each output step the attention either stays at its position `j` (with
+    probability `p_stay[j]`) or moves to `j + 1`, never further:
+
+    ```
+    α_i[j] = α_{i-1}[j] · p_i[j] + α_{i-1}[j-1] · (1 - p_i[j-1])      (α_{i-1}[-1] = 0)
+    ```
+
+    The mass that moves on from the last position leaves the memory, so the
+    alignment may sum to less than 1. With `p_stay` in {0, 1} and a one-hot
+    `previous_attention`, the result is one-hot (stay or move by one) or zero
+    (it moved past the end): the hard form needs no other code.
+
+    Args:
+        p_stay: `(B, Tv)` probabilities of staying at each position.
+        previous_attention: `(B, Tv)` the previous step's alignment; a one-hot
+            on position 0 before the first step.
+
+    Returns:
+        `(B, Tv)` alignment in the dtype of `p_stay`. Zeroing masked
+        positions is the caller's: mass that moves into one then leaves.
+
+    References:
+        He, Deng & He, "Robust Sequence-to-Sequence Acoustic Modeling with
+        Stepwise Monotonic Attention for Neural TTS", Interspeech 2019.
+    """
+    p_stay = ops.convert_to_tensor(p_stay)
+    previous_attention = ops.cast(previous_attention, p_stay.dtype)
+    moving = previous_attention * (1.0 - p_stay)  # (B, Tv): what leaves position j
+    return previous_attention * p_stay + _exclusive(moving, 0.0)  # arrives at j + 1

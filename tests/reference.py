@@ -167,3 +167,62 @@ def conv1d_same(x, kernel):
                 if 0 <= source < x.shape[1]:
                     out[n, t] += x[n, source] @ kernel[k]
     return out
+
+
+def stepwise_monotonic(p_stay, previous):
+    """He et al. (2019), one position at a time: stay at j with p[j], or move to j + 1.
+
+    The mass that moves on from the last position leaves.
+    """
+    p_stay, previous = np.asarray(p_stay, np.float64), np.asarray(previous, np.float64)
+    out = np.zeros_like(p_stay)
+    for n in range(p_stay.shape[0]):
+        for j in range(p_stay.shape[1]):
+            out[n, j] += previous[n, j] * p_stay[n, j]
+            if j + 1 < p_stay.shape[1]:
+                out[n, j + 1] += previous[n, j] * (1.0 - p_stay[n, j])
+    return out
+
+
+def gmm_density(mixture, means, scales, length):
+    """Σ_k w_k N(j; μ_k, σ_k²) at j = 0 .. length - 1, one position and component at a time."""
+    out = np.zeros((len(means), length))
+    for n in range(len(means)):
+        for j in range(length):
+            for k in range(len(means[n])):
+                variance = scales[n][k] ** 2
+                gauss = np.exp(-((j - means[n][k]) ** 2) / (2 * variance))
+                out[n, j] += mixture[n][k] * gauss / np.sqrt(2 * np.pi * variance)
+    return out
+
+
+def beta_binomial(length, alpha, beta):
+    """The beta-binomial pmf of n = length - 1 trials as a Pólya urn, with rising factorials:
+
+    P(k) = C(n, k) · α^(k) β^(n-k) / (α + β)^(n),  x^(m) = x (x + 1) ... (x + m - 1).
+    """
+    from math import comb
+
+    def rising(x, m):
+        value = 1.0
+        for i in range(m):
+            value *= x + i
+        return value
+
+    n = length - 1
+    return np.array(
+        [comb(n, k) * rising(alpha, k) * rising(beta, n - k) / rising(alpha + beta, n)
+         for k in range(length)]
+    )  # fmt: skip
+
+
+def causal_filter(x, taps):
+    """out[n, j] = Σ_k taps[k] · x[n, j - k] (x = 0 before the start)."""
+    x = np.asarray(x, np.float64)
+    out = np.zeros_like(x)
+    for n in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            for k in range(len(taps)):
+                if j - k >= 0:
+                    out[n, j] += taps[k] * x[n, j - k]
+    return out

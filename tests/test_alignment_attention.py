@@ -1,4 +1,4 @@
-"""Attention with an alignment state: location-sensitive and monotonic layers.
+"""Attention with an alignment state: location-sensitive, monotonic and location-relative layers.
 
 Every layer is checked against its recurrence written out in NumPy
 (`reference.py`), one step after the other, through the full-sequence call,
@@ -18,9 +18,12 @@ from keras_attention import AttentionRNN
 from keras_attention import AttentionRNNCell
 from keras_attention import BahdanauAttention
 from keras_attention import BahdanauMonotonicAttention
+from keras_attention import DynamicConvolutionAttention
+from keras_attention import GMMAttention
 from keras_attention import LocationSensitiveAttention
 from keras_attention import LuongLocalPAttention
 from keras_attention import LuongMonotonicAttention
+from keras_attention import StepwiseMonotonicAttention
 from keras_attention import monotonic
 
 DQ, DK, DV = 6, 5, 4
@@ -44,6 +47,25 @@ CASES = {
         use_scale=True, mode="recursive", **kw
     ),
     "luong_monotonic_hard": lambda **kw: LuongMonotonicAttention(use_scale=True, mode="hard", **kw),
+    # mode="auto": hard outside training (these tests' default), soft in training.
+    "stepwise": lambda **kw: StepwiseMonotonicAttention(7, **kw),
+    "stepwise_soft_normalized": lambda **kw: StepwiseMonotonicAttention(
+        5, normalize=True, mode="soft", **kw
+    ),
+    "stepwise_hard": lambda **kw: StepwiseMonotonicAttention(6, mode="hard", **kw),
+    "gmm": lambda **kw: GMMAttention(num_mixtures=3, units=5, **kw),
+    "gmm_one_component": lambda **kw: GMMAttention(
+        num_mixtures=1, units=4, delta_bias_init=0.5, sigma_bias_init=2.0, **kw
+    ),
+    "dca": lambda **kw: DynamicConvolutionAttention(
+        units=6, static_filters=3, static_kernel_size=5, dynamic_filters=2,
+        dynamic_kernel_size=3, dynamic_units=4, **kw,
+    ),
+    "dca_even_widths_prior": lambda **kw: DynamicConvolutionAttention(
+        units=4, static_filters=2, static_kernel_size=4, dynamic_filters=3,
+        dynamic_kernel_size=2, dynamic_units=5, prior_length=4, prior_alpha=0.5,
+        prior_beta=2.0, **kw,
+    ),
 }  # fmt: skip
 ALL = sorted(CASES)
 
@@ -89,7 +111,7 @@ def _location_step(layer, query, keys, mask, state, training):
     return weights, {"weights": weights, "cumulative": cumulative + weights}
 
 
-def _monotonic_step(layer, query, keys, mask, state):
+def _monotonic_step(layer, query, keys, mask, state, training):
     if isinstance(layer, BahdanauMonotonicAttention):
         query = reference.dense(query[:, None], _w(layer.query_dense.kernel))
         v, bias = _w(layer.v), None
@@ -100,12 +122,68 @@ def _monotonic_step(layer, query, keys, mask, state):
         energy = reference.dot_scores(query[:, None], keys)[:, 0]
         energy = energy * (_w(layer.g) if layer.use_scale else 1.0)
     energy = energy + _w(layer.score_bias)
-    p_choose = (energy > 0).astype(np.float64) if layer.mode == "hard" else _sigmoid(energy)
+    mode = layer.mode
+    if mode == "auto":  # stepwise: the expectation in training, hard decisions otherwise
+        mode = "soft" if training else "hard"
+    p_choose = (energy > 0).astype(np.float64) if mode == "hard" else _sigmoid(energy)
+    if isinstance(layer, StepwiseMonotonicAttention):  # p is the probability of staying
+        weights = np.where(mask, reference.stepwise_monotonic(p_choose, state["weights"]), 0.0)
+        return weights, {"weights": weights}
     p_choose = np.where(mask, p_choose, 0.0)
-    if layer.mode == "hard":
+    if mode == "hard":
         weights = reference.monotonic_hard(p_choose, state["weights"])
     else:
         weights = reference.monotonic_recurrence(p_choose, state["weights"])
+    return weights, {"weights": weights}
+
+
+def _softplus(x):
+    return np.log1p(np.exp(x))
+
+
+def _gmm_step(layer, query, mask, state):
+    """Battenberg et al.'s GMMv2: w = softmax(ŵ), Δ = softplus(Δ̂), σ = softplus(σ̂), μ += Δ."""
+    hidden = np.tanh(
+        reference.dense(query, _w(layer.hidden_dense.kernel), _w(layer.hidden_dense.bias))
+    )
+    parameters = reference.dense(hidden, _w(layer.parameter_dense.kernel))
+    k = layer.num_mixtures
+    w_hat = parameters[:, :k] + _w(layer.mixture_bias)
+    delta = _softplus(parameters[:, k : 2 * k] + _w(layer.delta_bias))
+    sigma = np.maximum(_softplus(parameters[:, 2 * k :] + _w(layer.sigma_bias)), 1e-5)
+    mixture = np.exp(w_hat - w_hat.max(-1, keepdims=True))
+    mixture = mixture / mixture.sum(-1, keepdims=True)
+    means = state["means"] + delta
+    weights = reference.gmm_density(mixture, means, sigma, mask.shape[1])
+    weights = np.where(mask, weights, 0.0)
+    return weights, {"weights": weights, "means": means}
+
+
+def _dca_step(layer, query, mask, state):
+    """Battenberg et al.'s DCA: static, dynamic (per example) and prior filters of α_{i-1}."""
+    previous = state["weights"]  # (B, Tv)
+    static = reference.conv1d_same(previous[..., None], _w(layer.static_kernel)[:, None, :])
+    hidden = np.tanh(
+        reference.dense(
+            query, _w(layer.filter_hidden_dense.kernel), _w(layer.filter_hidden_dense.bias)
+        )
+    )
+    filters = reference.dense(hidden, _w(layer.filter_dense.kernel))
+    filters = filters.reshape(len(query), layer.dynamic_filters, layer.dynamic_kernel_size)
+    dynamic = np.stack(  # each example convolved with its own filters, (W, 1, C_d)
+        [
+            reference.conv1d_same(previous[n : n + 1, :, None], filters[n].T[:, None, :])[0]
+            for n in range(len(query))
+        ]
+    )
+    energy = np.tanh(
+        reference.dense(static, _w(layer.static_dense.kernel))
+        + reference.dense(dynamic, _w(layer.dynamic_dense.kernel))
+        + _w(layer.b)
+    ) @ _w(layer.v)
+    taps = reference.beta_binomial(layer.prior_length, layer.prior_alpha, layer.prior_beta)
+    prior = reference.causal_filter(previous, taps)
+    weights = reference.softmax(energy + np.log(np.maximum(prior, 1e-6)), mask)
     return weights, {"weights": weights}
 
 
@@ -114,9 +192,11 @@ def reference_run(layer, q, k, v, value_mask=None, query_mask=None, training=Fal
     batch, steps, tv = q.shape[0], q.shape[1], k.shape[1]
     mask = np.ones((batch, tv), bool) if value_mask is None else value_mask
     k, v = np.where(mask[..., None], k, 0.0), np.where(mask[..., None], v, 0.0)
-    keys = reference.dense(k, _w(layer.key_dense.kernel))
+    keys = reference.dense(k, _w(layer.key_dense.kernel)) if hasattr(layer, "key_dense") else None
     if isinstance(layer, LocationSensitiveAttention):
         state = {"weights": np.zeros((batch, tv)), "cumulative": np.zeros((batch, tv))}
+    elif isinstance(layer, GMMAttention):
+        state = {"weights": np.zeros((batch, tv)), "means": np.zeros((batch, layer.num_mixtures))}
     else:
         first = np.zeros((batch, tv))
         first[:, 0] = 1.0
@@ -125,8 +205,12 @@ def reference_run(layer, q, k, v, value_mask=None, query_mask=None, training=Fal
     for t in range(steps):
         if isinstance(layer, LocationSensitiveAttention):
             weights, new = _location_step(layer, q[:, t], keys, mask, state, training)
+        elif isinstance(layer, GMMAttention):
+            weights, new = _gmm_step(layer, q[:, t], mask, state)
+        elif isinstance(layer, DynamicConvolutionAttention):
+            weights, new = _dca_step(layer, q[:, t], mask, state)
         else:
-            weights, new = _monotonic_step(layer, q[:, t], keys, mask, state)
+            weights, new = _monotonic_step(layer, q[:, t], keys, mask, state, training)
         if query_mask is not None:
             keep = query_mask[:, t, None]
             weights = np.where(keep, weights, 0.0)
@@ -209,7 +293,9 @@ def test_full_call_and_steps_match_the_numpy_recurrence(name, masked, rng):
         np.testing.assert_array_equal(ref_weights[1, :, 3:], 0.0)
 
 
-@pytest.mark.parametrize("name", ["location", "bahdanau_monotonic", "luong_monotonic_hard"])
+@pytest.mark.parametrize(
+    "name", ["location", "bahdanau_monotonic", "luong_monotonic_hard", "stepwise", "gmm", "dca"]
+)
 def test_masked_queries_get_zeros_and_keep_the_state(name, rng):
     layer = build_randomized(name, rng)
     q, k, v = make_inputs(rng)
@@ -273,7 +359,15 @@ def test_sigmoid_noise_acts_in_training_only_and_is_seeded(name, rng):
     "dtype", ["float32", "float16", "bfloat16", "mixed_float16", "mixed_bfloat16"]
 )
 @pytest.mark.parametrize(
-    "name", ["location", "bahdanau_monotonic", "luong_monotonic_scaled_recursive"]
+    "name",
+    [
+        "location",
+        "bahdanau_monotonic",
+        "luong_monotonic_scaled_recursive",
+        "stepwise_soft_normalized",
+        "gmm",
+        "dca",
+    ],
 )
 def test_fully_masked_memory_gives_zeros_never_nan(name, dtype, rng):
     layer = CASES[name](dtype=dtype)
@@ -314,6 +408,9 @@ def test_config_round_trip(name):
         "location_cumulative_window",
         "bahdanau_monotonic_normalized_recursive",
         "luong_monotonic_hard",
+        "stepwise",
+        "gmm",
+        "dca_even_widths_prior",
     ],
 )
 def test_keras_file_round_trip(name, rng, tmp_path):
@@ -340,6 +437,10 @@ def test_keras_file_round_trip(name, rng, tmp_path):
         "location_cumulative_window",
         "bahdanau_monotonic_normalized_recursive",
         "luong_monotonic_hard",
+        "stepwise",
+        "stepwise_soft_normalized",
+        "gmm",
+        "dca",
     ],
 )
 def test_xla_compiles_the_full_call_and_its_gradient(name, rng):
@@ -361,7 +462,8 @@ def test_xla_compiles_the_full_call_and_its_gradient(name, rng):
     np.testing.assert_allclose(
         context.numpy(), reference_run(layer, q, k, v, value_mask)[0], atol=1e-5
     )
-    if getattr(layer, "mode", None) == "hard":  # a hard choice: no gradient to the query
+    # A hard choice ("auto" outside training too): no gradient to the query.
+    if getattr(layer, "mode", None) in ("hard", "auto"):
         assert grads[0] is None or np.all(grads[0].numpy() == 0)
         grads = grads[1:]
     for grad in grads:
@@ -375,7 +477,10 @@ def test_jax_jit_compiles_the_full_call(rng):
 
     q, k, v = make_inputs(rng)
     value_mask = np.array([[True] * 6, [True] * 3 + [False] * 3])
-    for name in ["location_cumulative_window", "bahdanau_monotonic", "luong_monotonic_hard"]:
+    for name in [
+        "location_cumulative_window", "bahdanau_monotonic", "luong_monotonic_hard",
+        "stepwise", "stepwise_soft_normalized", "gmm", "dca",
+    ]:  # fmt: skip
         layer = build_randomized(name, rng)
 
         def run(query, layer=layer):
@@ -408,7 +513,14 @@ def test_contract_errors(rng):
 
 
 # ------------------------------------------------------------------ in the cell
-CELL_CASES = ["location", "bahdanau_monotonic_normalized_recursive", "luong_monotonic_hard"]
+CELL_CASES = [
+    "location",
+    "bahdanau_monotonic_normalized_recursive",
+    "luong_monotonic_hard",
+    "stepwise",
+    "gmm",
+    "dca",
+]
 
 
 @pytest.mark.parametrize("name", CELL_CASES)
@@ -475,7 +587,9 @@ def test_cell_in_a_functional_model_trains_saves_and_reloads(name, rng, tmp_path
 
 
 @pytest.mark.tf_only
-@pytest.mark.parametrize("name", ["location", "bahdanau_monotonic", "local_p"])
+@pytest.mark.parametrize(
+    "name", ["location", "bahdanau_monotonic", "local_p", "stepwise", "gmm", "dca"]
+)
 def test_cell_trains_under_xla_with_unknown_batch_and_lengths(name, rng):
     """jit_compile=True fit of an AttentionRNN decoder on a tf.data pipeline of unknown shapes."""
     import tensorflow as tf

@@ -16,9 +16,11 @@ from backend_utils import to_numpy
 
 from keras_attention import AttentionRNNCell
 from keras_attention import BahdanauAttention
+from keras_attention import DynamicConvolutionAttention
 from keras_attention import LearnedPositionalEmbedding
 from keras_attention import LuongAttention
 from keras_attention import MultiHead
+from keras_attention import StepwiseMonotonicAttention
 from keras_attention.layers.kernel_args import sublayer_initializer
 
 FEATURES = 16  # every projection below maps 16 -> 16 features: same shapes
@@ -29,6 +31,10 @@ LAYERS = {
     "multi_head_gqa": lambda **kw: MultiHead(num_heads=4, key_dim=4, num_key_value_heads=4, **kw),
     "bahdanau": lambda **kw: BahdanauAttention(FEATURES, **kw),
     "luong_concat": lambda **kw: LuongAttention("concat", units=FEATURES, **kw),
+    "stepwise_monotonic": lambda **kw: StepwiseMonotonicAttention(FEATURES, **kw),
+    "dynamic_convolution": lambda **kw: DynamicConvolutionAttention(
+        units=FEATURES, dynamic_units=FEATURES, **kw
+    ),
 }
 INITIALIZERS = {
     "default": lambda: None,

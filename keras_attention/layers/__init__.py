@@ -6,6 +6,8 @@ from keras_attention.layers.attention_rnn_cell import AttentionRNNCell
 from keras_attention.layers.bahdanau import BahdanauAttention
 from keras_attention.layers.bahdanau_monotonic import BahdanauMonotonicAttention
 from keras_attention.layers.base import BaseAttention
+from keras_attention.layers.dynamic_convolution_attention import DynamicConvolutionAttention
+from keras_attention.layers.gmm_attention import GMMAttention
 from keras_attention.layers.location_sensitive import LocationSensitiveAttention
 from keras_attention.layers.luong import LuongAttention
 from keras_attention.layers.luong_local_p import LuongLocalPAttention
@@ -14,6 +16,7 @@ from keras_attention.layers.multi_head import MultiHead
 from keras_attention.layers.positional import LearnedPositionalEmbedding
 from keras_attention.layers.positional import SinusoidalPositionalEncoding
 from keras_attention.layers.scaled_dot_product import ScaledDotProduct
+from keras_attention.layers.stepwise_monotonic import StepwiseMonotonicAttention
 
 __all__ = [
     "AlignmentAttention",
@@ -22,6 +25,8 @@ __all__ = [
     "BaseAttention",
     "BahdanauAttention",
     "BahdanauMonotonicAttention",
+    "DynamicConvolutionAttention",
+    "GMMAttention",
     "LearnedPositionalEmbedding",
     "LocationSensitiveAttention",
     "LuongAttention",
@@ -30,4 +35,5 @@ __all__ = [
     "MultiHead",
     "ScaledDotProduct",
     "SinusoidalPositionalEncoding",
+    "StepwiseMonotonicAttention",
 ]

@@ -18,9 +18,11 @@ class AlignmentAttention(BaseAttention):
     - `has_alignment_state = True`, and `alignment_state_keys` names the
       state's tensors (`"weights"`, the previous alignment, always first);
     - `initial_alignment_state(memory, value_mask=None)`: a dict of float
-      `(B, Tv)` tensors, float32 (float64 for a float64 layer) whatever the
+      `(B, n)` tensors, float32 (float64 for a float64 layer) whatever the
       compute dtype, so cumulative sums and products stay accurate in mixed
-      precision;
+      precision; `n` is `Tv` for a tensor over the memory positions (the
+      weights) and may be another size (`alignment_state_sizes(Tv)` says
+      which: the `(B, K)` means of `GMMAttention`);
     - `attend(query, key_features, value_features, ..., alignment_state=None)`
       takes a rank-2 query `(B, dq)` (one step) and returns
       `(context, new_state)`, or `(context, weights, new_state)` with
@@ -58,7 +60,7 @@ class AlignmentAttention(BaseAttention):
 
     # --------------------------------------------------------------- state
     def initial_alignment_state(self, memory, value_mask=None):
-        """The state before the first step: a dict of `(B, Tv)` tensors.
+        """The state before the first step: a dict of `(B, n)` tensors (`alignment_state_sizes`).
 
         `memory` is any `(B, Tv)` or `(B, Tv, d)` tensor of the memory (the
         value, or the key features of `project_memory`); `value_mask`
@@ -72,6 +74,22 @@ class AlignmentAttention(BaseAttention):
 
     def _initial_alignment(self, zeros, value_mask):
         return {key: zeros for key in self.alignment_state_keys}
+
+    @staticmethod
+    def _first_position(zeros, value_mask):
+        """A one-hot on memory position 0 `(B, Tv)` (zeros where it is masked)."""
+        first = ops.equal(ops.arange(ops.shape(zeros)[1]), 0)[None]  # (1, Tv)
+        first = zeros + ops.cast(first, zeros.dtype)  # (B, Tv)
+        return masks_lib.zero_masked(first, value_mask)
+
+    def alignment_state_sizes(self, value_length):
+        """The size `n` of each state tensor `(B, n)`, by key.
+
+        `value_length` is the memory's `Tv` (None when unknown); a key that is
+        per memory position has that size, any other its own (the `(B, K)`
+        means of `GMMAttention`). `AttentionRNNCell` declares its state from it.
+        """
+        return {key: value_length for key in self.alignment_state_keys}
 
     def _alignment(self, query_features, key_features, mask, state, training, noise):
         raise TypeError(f"{type(self).__name__} must override `_alignment`.")

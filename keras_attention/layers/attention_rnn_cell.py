@@ -22,9 +22,11 @@ class AttentionRNNState(NamedTuple):
         output: the previous step's output `(B, output_size)` (zeros at the
             start), which a masked (padded) decoder step repeats; `None` in
             `pack_state` means zeros.
-        alignment: the attention's alignment state, a dict of `(B, Tv)`
-            tensors named by `attention.alignment_state_keys`, for a layer
-            with `has_alignment_state` (location-sensitive, monotonic);
+        alignment: the attention's alignment state, a dict of `(B, n)`
+            tensors named by `attention.alignment_state_keys` (`n` from
+            `attention.alignment_state_sizes(Tv)`: `Tv` for the weights, `K`
+            for the means of `GMMAttention`), for a layer with
+            `has_alignment_state` (location-sensitive, monotonic, GMM, DCA);
             `None` otherwise, and in `pack_state` it means the initial one.
     """
 
@@ -70,9 +72,11 @@ class AttentionRNNCell(keras.layers.Layer):
     (the attention weights of the previous step), and the memory: projected
     keys, projected values and the memory mask as 0/1 floats `(B, Tv)`. The
     memory parts never change over time. An attention with an alignment state
-    (`attention.has_alignment_state`: location-sensitive, monotonic) adds its
-    `(B, Tv)` state tensors last, in `attention.alignment_state_keys` order,
-    and reads them at every step. Read it by name with
+    (`attention.has_alignment_state`: location-sensitive, monotonic, GMM,
+    DCA) adds its `(B, n)` state tensors last, in
+    `attention.alignment_state_keys` order, each declared with the size
+    `attention.alignment_state_sizes(Tv)` gives it (`Tv`, or `K` for the
+    means of `GMMAttention`), and reads them at every step. Read it by name with
     `unpack_state(states)` (an `AttentionRNNState`) or
     `attention_weights(states)`, and write it with `pack_state(state)`;
     do not index the list.
@@ -86,7 +90,9 @@ class AttentionRNNCell(keras.layers.Layer):
         attention: one of `BahdanauAttention`, `LuongAttention`,
             `ScaledDotProduct`, `MultiHead`, or an attention with an
             alignment state (`LocationSensitiveAttention`,
-            `BahdanauMonotonicAttention`, `LuongMonotonicAttention`).
+            `BahdanauMonotonicAttention`, `LuongMonotonicAttention`,
+            `StepwiseMonotonicAttention`, `GMMAttention`,
+            `DynamicConvolutionAttention`).
         attention_layer_size: size of the attentional vector `a_t`
             (Luong et al. 2015); `None` uses the context itself.
         return_attention_weights: append each step's attention weights,
@@ -180,6 +186,13 @@ class AttentionRNNCell(keras.layers.Layer):
     def _alignment_keys(self):
         return tuple(self.attention.alignment_state_keys) if self._has_alignment else ()
 
+    def _alignment_sizes(self):
+        """`{key: n}` of the alignment state's `(B, n)` tensors (None: an unknown `Tv`)."""
+        if not self._has_alignment:
+            return {}
+        length = validation.static(self._memory_shapes["value_shape"][1])
+        return self.attention.alignment_state_sizes(length)
+
     @property
     def _has_alignment(self):
         return self.attention.has_alignment_state
@@ -191,8 +204,9 @@ class AttentionRNNCell(keras.layers.Layer):
             return [1, *self._cell_state_sizes, 1, 1, 1, 1, 1, *[1] * alignment]
         memory = [1, 1, 1]  # (B, n) flattened memory; see the class docstring
         sizes = [*self._cell_state_sizes, self._attention_size, self._weights_size() or 1, *memory]
-        length = self._memory_shapes["value_shape"][1] or 1
-        return [self.output_size, *sizes, *[length] * alignment]
+        declared = self._alignment_sizes()
+        alignment = [declared[name] or 1 for name in self._alignment_keys]  # 1: unknown Tv
+        return [self.output_size, *sizes, *alignment]
 
     @property
     def output_size(self):
@@ -326,7 +340,7 @@ class AttentionRNNCell(keras.layers.Layer):
             initial = state.alignment
             if initial is None:
                 initial = self.attention.initial_alignment_state(mask, ops.greater(mask, 0.5))
-            alignment = [initial[name] for name in self._alignment_keys]  # (B, Tv) each
+            alignment = [initial[name] for name in self._alignment_keys]  # (B, n) each
         return [output, *cell_states, state.attention, _flatten(state.weights), *memory, *alignment]
 
     def _restore(self, flat, name):

@@ -26,8 +26,11 @@ read where they attended before) extends the contract, in
 - `layer.alignment_state_keys` names the state's tensors, e.g.
   `("weights", "cumulative")`;
 - `layer.initial_alignment_state(memory, value_mask=None)` returns the state
-  before the first step: a dict of float `(B, Tv)` tensors, one per key
-  (`memory` is any `(B, Tv, ...)` tensor: the value or its projection);
+  before the first step: a dict of float `(B, n)` tensors, one per key, `n`
+  being `Tv` for the weights and any tensor over the memory positions, and
+  its own size otherwise (the `(B, K)` means of `GMMAttention`;
+  `layer.alignment_state_sizes(Tv)` gives each; `memory` is any `(B, Tv,
+  ...)` tensor: the value or its projection);
 - `layer.attend(query, key_features, value_features, ...,
   alignment_state=None)` takes one step, a rank-2 `(B, dq)` query, and
   returns `(context, new_state)`, or `(context, weights, new_state)` with

@@ -16,8 +16,13 @@ class MonotonicAttentionBase(KernelArgsMixin, AlignmentAttention):
     mode), zero at masked positions, then `keras_attention.monotonic.
     monotonic_attention(p_i, α_{i-1}, mode)`. The state is `{"weights":
     α_{i-1}}`, a one-hot on memory position 0 before the first step (zeros
-    where that position is masked). A subclass overrides `_energy(query_features, key_features)`.
+    where that position is masked). A subclass overrides `_energy(query_features, key_features)`;
+    a different recurrence overrides `_modes` (the accepted `mode`s),
+    `_step_mode(training)` (the mode of one step, `self.mode` here) and
+    `_next_alignment(p_choose_i, previous, mask, mode)`.
     """
+
+    _modes = monotonic.MODES
 
     def __init__(
         self,
@@ -39,7 +44,7 @@ class MonotonicAttentionBase(KernelArgsMixin, AlignmentAttention):
         if self.sigmoid_noise < 0:
             validation.fail(owner, "sigmoid_noise", "a number >= 0", sigmoid_noise)
         self.score_bias_init = validation.number(owner, "score_bias_init", score_bias_init)
-        self.mode = validation.choice(owner, "mode", mode, monotonic.MODES)
+        self.mode = validation.choice(owner, "mode", mode, self._modes)
         if self.sigmoid_noise > 0:
             self.noise_seed_generator = keras.random.SeedGenerator(seed)
         self._set_kernel_args(
@@ -62,9 +67,7 @@ class MonotonicAttentionBase(KernelArgsMixin, AlignmentAttention):
         raise TypeError(f"{type(self).__name__} must override `_energy`.")
 
     def _initial_alignment(self, zeros, value_mask):
-        first = ops.equal(ops.arange(ops.shape(zeros)[1]), 0)[None]  # (1, Tv)
-        first = zeros + ops.cast(first, zeros.dtype)  # (B, Tv), one-hot on position 0
-        return {"weights": masks_lib.zero_masked(first, value_mask)}
+        return {"weights": self._first_position(zeros, value_mask)}
 
     def _noise(self, shape, training):
         if not training or self.sigmoid_noise == 0:
@@ -77,13 +80,22 @@ class MonotonicAttentionBase(KernelArgsMixin, AlignmentAttention):
         energy = energy + ops.cast(self.score_bias, self._state_dtype)  # (B, Tv)
         if noise is not None:
             energy = energy + noise
-        if self.mode == "hard":
+        mode = self._step_mode(training)
+        if mode == "hard":
             p_choose_i = ops.cast(energy > 0, energy.dtype)
         else:
             p_choose_i = ops.sigmoid(energy)
-        p_choose_i = masks_lib.zero_masked(p_choose_i, mask)
-        weights = monotonic.monotonic_attention(p_choose_i, state["weights"], self.mode)
+        weights = self._next_alignment(p_choose_i, state["weights"], mask, mode)
         return weights, {"weights": weights}
+
+    def _step_mode(self, training):
+        """The mode of one step (a subclass may decide it from `training`)."""
+        return self.mode
+
+    def _next_alignment(self, p_choose_i, previous, mask, mode):
+        """`α_i` `(B, Tv)`: masked positions get `p = 0`, the attention passes over them."""
+        p_choose_i = masks_lib.zero_masked(p_choose_i, mask)
+        return monotonic.monotonic_attention(p_choose_i, previous, mode)
 
     def get_config(self):
         config = super().get_config()

@@ -1,0 +1,162 @@
+"""Location-relative attention (Battenberg et al., 2020) as pure `keras.ops` functions.
+
+Location-relative mechanisms compute each step's alignment from the previous
+one (and the decoder state), without comparing the decoder state with the
+memory's content, which lets text-to-speech models read utterances far
+longer than those seen in training. Two families:
+
+- GMM attention (Graves, 2013; the "V2" form of Battenberg et al.): a
+  mixture of `K` Gaussians over the memory positions, whose means only move
+  forward. `gmm_parameters` maps the query MLP's output to the mixture,
+  `gmm_alignment` evaluates it.
+- Dynamic convolution attention (DCA): additive energies of convolutions of
+  the previous alignment, by learned static filters, by filters predicted
+  from the query (`dynamic_convolution`), and a fixed causal prior filter
+  (`beta_binomial_prior`, `prior_logits`).
+
+`shifted` (the `W` shifted copies of the alignment) carries every
+convolution as `W` fused multiply-adds: a per-example filter then costs no
+more than a shared one, with no loop over the batch.
+
+Shape letters: `B` batch, `Tv` memory positions, `K` mixture components,
+`C` filters, `W` filter width.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from keras import ops
+
+# The smallest scale `σ` of a mixture component: `softplus` underflows to 0
+# for pre-activations below about -100 in float32, and `N(j; μ, 0)` is a 0/0.
+MIN_SCALE = 1e-5
+# DCA's prior is floored before its log (Battenberg et al.: log(max(prior, 1e-6))).
+PRIOR_FLOOR = 1e-6
+
+
+# ----------------------------------------------------------------------------
+# GMM attention.
+# ----------------------------------------------------------------------------
+def gmm_parameters(parameters):
+    """`(w, Δ, σ)`, each `(B, K)`, from the `(B, 3K)` output `[ŵ, Δ̂, σ̂]` of the query MLP.
+
+    `w = softmax(ŵ)` (the mixture weights), `Δ = softplus(Δ̂)` (how far each
+    mean moves forward this step), `σ = max(softplus(σ̂), MIN_SCALE)` (the
+    components' scales): Battenberg et al.'s V2 parameterization.
+    """
+    parameters = ops.convert_to_tensor(parameters)
+    mixture_logits, delta_logits, scale_logits = ops.split(parameters, 3, axis=-1)
+    # A softmax written out: Keras warns about a softmax over one component (K = 1).
+    mixture = ops.exp(mixture_logits - ops.logsumexp(mixture_logits, axis=-1, keepdims=True))
+    delta = ops.softplus(delta_logits)
+    scale = ops.maximum(ops.softplus(scale_logits), MIN_SCALE)
+    return mixture, delta, scale
+
+
+def gmm_alignment(mixture, means, scales, length):
+    """`α[j] = Σ_k w_k · N(j; μ_k, σ_k²)` at the memory positions `j = 0 .. length - 1`.
+
+    The normalized Gaussian density `exp(-(j - μ)² / (2σ²)) / √(2πσ²)` of
+    Graves (2013) and Battenberg et al.'s V1/V2, evaluated at the integer
+    positions themselves (no half-position offset): it is a density, not a
+    difference of CDFs, so a mean at `j` means "at position `j`". The result
+    is not normalized over the positions (it sums to about 1 only when the
+    mixture lies well inside the memory).
+
+    Args:
+        mixture: `(B, K)` mixture weights `w` (they sum to 1).
+        means: `(B, K)` means `μ`, in memory positions.
+        scales: `(B, K)` standard deviations `σ > 0`.
+        length: `Tv`, an int or a scalar tensor.
+
+    Returns:
+        `(B, Tv)` weights in the dtype of `means`.
+    """
+    means = ops.convert_to_tensor(means)
+    mixture, scales = ops.cast(mixture, means.dtype), ops.cast(scales, means.dtype)
+    positions = ops.cast(ops.arange(length), means.dtype)[None, None, :]  # (1, 1, Tv)
+    distance = (positions - means[..., None]) / scales[..., None]  # (B, K, Tv)
+    density = ops.exp(-0.5 * ops.square(distance)) / (math.sqrt(2.0 * math.pi) * scales[..., None])
+    return ops.sum(mixture[..., None] * density, axis=1)  # (B, Tv)
+
+
+# ----------------------------------------------------------------------------
+# Convolutions over the memory axis, and dynamic convolution attention.
+# ----------------------------------------------------------------------------
+def shifted(x, width: int, before: int | None = None):
+    """The `W` shifted copies of `x` `(B, Tv, ...)` on axis 1: copy `k` is `x[:, j + k - before]`.
+
+    Zero outside the memory. A convolution over the memory axis is then `W`
+    multiply-adds of whole tensors, which XLA fuses into one loop (faster on
+    CPU than gathering `(B, Tv, W)` windows for a matrix product, and a
+    per-example filter costs no more than a shared one). `before` defaults to
+    `(W - 1) // 2`, the centring of Keras's `padding="same"`; `W - 1` makes
+    the filter causal (position `j` and the `W - 1` before it).
+    """
+    x = ops.convert_to_tensor(x)
+    before = (width - 1) // 2 if before is None else before
+    padding = ((0, 0), (before, width - 1 - before)) + ((0, 0),) * (len(x.shape) - 2)
+    padded = ops.pad(x, padding)  # (B, Tv + W - 1, ...)
+    length = ops.shape(x)[1]
+    return [padded[:, k : k + length] for k in range(width)]
+
+
+def convolve(alignment, kernel):
+    """The static ("same", cross-correlation) convolution of Keras's `Conv1D`.
+
+    `alignment` `(B, Tv)`, `kernel` `(W, C)`: `(B, Tv, C)`, no bias.
+    """
+    kernel = ops.convert_to_tensor(kernel)
+    alignment = ops.cast(alignment, kernel.dtype)
+    copies = shifted(alignment, kernel.shape[0])  # W x (B, Tv)
+    return sum(copy[..., None] * kernel[k] for k, copy in enumerate(copies))  # (B, Tv, C)
+
+
+def dynamic_convolution(alignment, filters):
+    """A "same" convolution by filters of each example's own: `(B, Tv), (B, C, W) -> (B, Tv, C)`.
+
+    `out[b, j, c] = Σ_k filters[b, c, k] · alignment[b, j + k - (W - 1) // 2]`:
+    `W` multiply-adds of the shifted alignments by each example's taps, with
+    no loop over the batch.
+    """
+    filters = ops.convert_to_tensor(filters)
+    alignment = ops.cast(alignment, filters.dtype)
+    copies = shifted(alignment, filters.shape[-1])  # W x (B, Tv)
+    taps = [filters[:, None, :, k] for k in range(len(copies))]  # W x (B, 1, C)
+    return sum(copy[..., None] * tap for copy, tap in zip(copies, taps))  # (B, Tv, C)
+
+
+def beta_binomial_prior(length: int, alpha: float, beta: float) -> np.ndarray:
+    """The beta-binomial pmf `P[k]`, `k = 0 .. length - 1` (`n = length - 1` trials), float64.
+
+    `P[k] = C(n, k) · B(k + α, n - k + β) / B(α, β)`, with the Beta function
+    from `math.lgamma` (no SciPy). DCA's prior filter: with `α = 0.1`,
+    `β = 0.9` and 11 taps, 0.74 of the mass is on `k = 0` (stay) and the
+    rest spread thinly over moves forward by `k = 1 .. 10` (0.075 to 0.013).
+    """
+
+    def log_beta(a: float, b: float) -> float:
+        return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+
+    n = length - 1
+    return np.array(
+        [
+            math.comb(n, k) * math.exp(log_beta(k + alpha, n - k + beta) - log_beta(alpha, beta))
+            for k in range(length)
+        ]
+    )
+
+
+def prior_logits(alignment, prior, floor: float = PRIOR_FLOOR):
+    """`log(max(P ∗ α, floor))` of DCA: the causal prior filter over the previous alignment.
+
+    `(P ∗ α)[j] = Σ_k P[k] · α[j - k]`: the mass of `α` that the prior moves
+    forward by `k` lands on `j`. `alignment` `(B, Tv)`, `prior` `(L,)`;
+    returns `(B, Tv)` in the alignment's dtype.
+    """
+    alignment = ops.convert_to_tensor(alignment)
+    copies = shifted(alignment, len(prior), before=len(prior) - 1)  # α[j - L + 1], ..., α[j]
+    filtered = sum(float(tap) * copy for tap, copy in zip(np.asarray(prior)[::-1], copies))
+    return ops.log(ops.maximum(filtered, floor))  # (B, Tv)
