@@ -118,7 +118,8 @@ def tiny_args(
     max_length: int | None = None,
 ) -> list[str]:
     """``train.py`` arguments: one epoch of a tiny RNN on a few examples; ``extra`` last."""
-    argv = ["--dataset", dataset, "--max-examples", str(examples)]
+    # The RNN whatever the dataset's recipe would pick (the `real` recipe's is the Transformer).
+    argv = ["--architecture", "rnn", "--dataset", dataset, "--max-examples", str(examples)]
     if data_dir is not None:
         argv += ["--data-dir", str(data_dir)]
     argv += ["--units", str(units), "--embedding-dim", str(embedding_dim)]
