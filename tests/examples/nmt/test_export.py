@@ -195,9 +195,10 @@ def test_saved_model_search_equals_the_python_search(tmp_path, beam_size):
 
 @pytest.mark.parametrize(
     "attention, decoder",
+    # local-p carries no state: one decoder is enough.
     [("location", "bahdanau"), ("location", "luong"), ("monotonic", "bahdanau"),
      ("monotonic", "luong"), ("local-p", "luong")],
-)  # fmt: skip (local-p has no state: one decoder is enough)
+)  # fmt: skip
 def test_saved_model_with_an_alignment_attention_equals_the_python_search(
     tmp_path, attention, decoder
 ):
