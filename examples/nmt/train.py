@@ -41,6 +41,7 @@ from examples.nmt import cli
 from examples.nmt.data import sources
 from examples.nmt.models.rnn import ATTENTIONS
 from examples.nmt.models.rnn import DECODERS
+from examples.nmt.models.rnn import RESERVED_ATTENTIONS
 from examples.nmt.models.rnn import RNNS
 from examples.nmt.text.vocabularies import TOKENIZERS
 from examples.nmt.training import distribution
@@ -68,7 +69,14 @@ def make_parser() -> argparse.ArgumentParser:
         help="(recipe: rnn for date, transformer for real) an RNN encoder-decoder with "
         "attention, or a Transformer (examples.nmt.models.transformer)",
     )
-    parser.add_argument("--attention", choices=ATTENTIONS, help="(recipe, rnn)")
+    parser.add_argument(
+        "--attention",
+        choices=ATTENTIONS,
+        help="(recipe, rnn) bahdanau, luong (general), scaled_dot, multihead; with an "
+        "alignment state: location (location-sensitive), monotonic (Bahdanau monotonic, "
+        "soft); local-p (Luong local-p). Reserved for later layers: "
+        + ", ".join(RESERVED_ATTENTIONS),
+    )
     parser.add_argument("--decoder", choices=DECODERS, help="(recipe, rnn)")
     parser.add_argument("--rnn", default="gru", choices=RNNS, help="(rnn)")
     parser.add_argument(

@@ -22,10 +22,25 @@ returns the next logits, the new state and the attention weights ``(N, Ts)``
 steps nor the position; ``examples.nmt.models.transformer.Transformer`` has the
 same interface (``examples.nmt.models.decoding``) and uses both for its
 key/value caches.
+
+Attention with an alignment state (``has_alignment_state``: ``location``,
+``monotonic``) reads the previous step's alignment. Teacher forcing needs
+nothing new (``AttentionRNNCell`` carries the state; the Luong decoder's one
+full call runs the recurrence over the target); the decoding ``state`` gains
+``"alignment"``, the layer's own dict (``initial_alignment_state``, then what
+``attend`` returns), which the searches tile and reorder like any state, so
+no shape of its leaves is assumed. ``monotonic`` trains in the soft
+``"parallel"`` mode with a little ``sigmoid_noise`` and decodes in that same
+mode: step-by-step decoding then gives the teacher-forced logits exactly,
+and the short date-task training does not push its stopping probabilities
+to 0 or 1, which ``"hard"`` decoding would need (``docs/location-attention.md``);
+a translator needs neither its linear time nor its online reading.
+``local-p`` places its window from each query alone: no state.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import keras
@@ -37,27 +52,58 @@ from examples.nmt.models.decoding import Memory
 from examples.nmt.text.special import PAD_ID
 from keras_attention.layers.attention_rnn_cell import AttentionRNNState
 
-ATTENTIONS = ("bahdanau", "luong", "scaled_dot", "multihead")
 DECODERS = ("bahdanau", "luong")
 RNNS = ("gru", "lstm")
+# What monotonic attention trains with: a little noise on its stopping
+# probabilities (regularization; decoding stays in the soft "parallel" mode).
+MONOTONIC_SIGMOID_NOISE = 0.5
+
+
+def _multihead(units: int, num_heads: int) -> keras.layers.Layer:
+    if num_heads < 1 or units % num_heads:
+        raise ValueError(
+            f"Expected num_heads >= 1 dividing units. Received: units={units}, "
+            f"num_heads={num_heads}"
+        )
+    return keras_attention.MultiHead(num_heads, units // num_heads, name="attention")
+
+
+# The one place an attention is registered: name -> layer for ``units``-feature
+# queries and memory, given (units, num_heads). A layer with an alignment state
+# (``has_alignment_state``) needs nothing more: both decoders carry its state.
+# None: a name reserved for a layer of issue 21 that is not in the package yet.
+ATTENTION_LAYERS: dict[str, Callable[[int, int], keras.layers.Layer] | None] = {
+    "bahdanau": lambda units, _: keras_attention.BahdanauAttention(units, name="attention"),
+    "luong": lambda units, _: keras_attention.LuongAttention("general", name="attention"),
+    "scaled_dot": lambda units, _: keras_attention.ScaledDotProduct(name="attention"),
+    "multihead": _multihead,
+    # Tacotron 2's 32 filters of width 31, with `units` inside the tanh.
+    "location": lambda units, _: keras_attention.LocationSensitiveAttention(
+        units, name="attention"
+    ),
+    # Trained and decoded in the soft "parallel" mode (see the module doc).
+    "monotonic": lambda units, _: keras_attention.BahdanauMonotonicAttention(
+        units, sigmoid_noise=MONOTONIC_SIGMOID_NOISE, mode="parallel", name="attention"
+    ),
+    "local-p": lambda units, _: keras_attention.LuongLocalPAttention(name="attention"),
+    "stepwise": None,  # StepwiseMonotonicAttention
+    "gmm": None,  # GMMAttention (its state holds a (B, K) leaf)
+    "dca": None,  # DynamicConvolutionAttention
+}
+ATTENTIONS = tuple(name for name, make in ATTENTION_LAYERS.items() if make is not None)
+RESERVED_ATTENTIONS = tuple(name for name, make in ATTENTION_LAYERS.items() if make is None)
 
 
 def make_attention(kind: str, units: int, num_heads: int = 4) -> keras.layers.Layer:
     """One of the package's layers, sized for ``units``-feature queries and memory."""
-    if kind == "bahdanau":
-        return keras_attention.BahdanauAttention(units, name="attention")
-    if kind == "luong":
-        return keras_attention.LuongAttention("general", name="attention")
-    if kind == "scaled_dot":
-        return keras_attention.ScaledDotProduct(name="attention")
-    if kind == "multihead":
-        if num_heads < 1 or units % num_heads:
-            raise ValueError(
-                f"Expected num_heads >= 1 dividing units. Received: units={units}, "
-                f"num_heads={num_heads}"
-            )
-        return keras_attention.MultiHead(num_heads, units // num_heads, name="attention")
-    raise ValueError(f"Expected attention in {ATTENTIONS}. Received: {kind!r}")
+    if kind in RESERVED_ATTENTIONS:
+        raise ValueError(
+            f"Expected attention in {ATTENTIONS}. Received: {kind!r}, a name reserved "
+            "for a layer this version of keras_attention does not have yet"
+        )
+    if kind not in ATTENTIONS:
+        raise ValueError(f"Expected attention in {ATTENTIONS}. Received: {kind!r}")
+    return ATTENTION_LAYERS[kind](units, num_heads)
 
 
 def _rnn_cell(rnn: str, units: int, name: str) -> keras.layers.Layer:
@@ -221,11 +267,20 @@ class Seq2Seq(keras.Model):
         memory, mask, first = self.encode(tf.convert_to_tensor(source_ids, tf.int32))
         if not self.input_feeding:
             keys, values = self.attention_layer.project_memory(memory, memory)
-            return {"cell": first}, Memory(keys, values, mask)
+            state = {"cell": first}
+            if self.attention_layer.has_alignment_state:
+                state["alignment"] = self.attention_layer.initial_alignment_state(keys, mask)
+            return state, Memory(keys, values, mask)
         cell = self.decoder_cell
         full = cell.unpack_state(cell.initial_state(memory, value_mask=mask, cell_state=first))
+        return self._cell_state(full), Memory(full.keys, full.values, full.mask)
+
+    def _cell_state(self, full: AttentionRNNState) -> dict[str, Any]:
+        """The decoding state of the input-feeding cell: what changes from step to step."""
         state = {"cell": full.cell_states, "attention": full.attention, "weights": full.weights}
-        return state, Memory(full.keys, full.values, full.mask)
+        if full.alignment is not None:
+            state["alignment"] = full.alignment  # a dict, whatever its leaves' shapes
+        return state
 
     def step(
         self,
@@ -243,24 +298,39 @@ class Seq2Seq(keras.Model):
         embedded = ops.take(self.target_embedding.embeddings, inputs, axis=0)  # (N, E)
         if self.input_feeding:
             cell = self.decoder_cell
-            full = AttentionRNNState(state["cell"], state["attention"], state["weights"], *memory)
+            full = AttentionRNNState(
+                state["cell"],
+                state["attention"],
+                state["weights"],
+                *memory,
+                alignment=state.get("alignment"),
+            )
             _, new_states = cell(embedded, cell.pack_state(full))
             new = cell.unpack_state(new_states)
             attentional, weights = new.attention, new.weights  # a_t, w_t
-            state = {"cell": new.cell_states, "attention": new.attention, "weights": new.weights}
+            state = self._cell_state(new)
         else:
             output, cell_states = self.decoder_cell(embedded, state["cell"])
             if not isinstance(cell_states, (list, tuple)):
                 cell_states = [cell_states]
-            context, weights = self.attention_layer.attend(
+            # An alignment-state layer reads the previous step's alignment and
+            # returns the next one; the search carries (and reorders) it.
+            extra = {}
+            if "alignment" in state:
+                extra["alignment_state"] = state["alignment"]
+            attended = self.attention_layer.attend(
                 output,
                 memory.keys,
                 memory.values,
                 value_mask=memory.mask,
                 return_attention_scores=True,
+                **extra,
             )
+            context, weights = attended[:2]
             attentional = self.attention_dense(ops.concatenate([output, context], -1))
             state = {"cell": list(cell_states)}
+            if extra:
+                state["alignment"] = attended[2]
         if len(weights.shape) == 3:  # multi-head (N, H, Ts): mean over heads
             weights = ops.mean(weights, axis=1)
         logits = ops.cast(self.output_layer(attentional), "float32")
@@ -286,7 +356,9 @@ def build_model(
         embedding_dim: token embedding size.
         units: decoder state size, memory size (``units // 2`` per encoder
             direction) and attentional vector size; even.
-        attention: ``"bahdanau" | "luong" | "scaled_dot" | "multihead"``.
+        attention: a name of ``ATTENTIONS`` (``"bahdanau"``, ``"luong"``,
+            ``"scaled_dot"``, ``"multihead"``, ``"location"``, ``"monotonic"``,
+            ``"local-p"``).
         decoder: ``"bahdanau"`` (input feeding) or ``"luong"``.
         rnn: ``"gru"`` or ``"lstm"``.
         num_heads: heads of ``"multihead"``.

@@ -191,3 +191,37 @@ def test_saved_model_search_equals_the_python_search(tmp_path, beam_size):
         expected.attention.numpy()[:, :, : source_ids.shape[1]],
         atol=1e-5,
     )
+
+
+@pytest.mark.parametrize(
+    "attention, decoder",
+    # local-p carries no state: one decoder is enough.
+    [("location", "bahdanau"), ("location", "luong"), ("monotonic", "bahdanau"),
+     ("monotonic", "luong"), ("local-p", "luong")],
+)  # fmt: skip
+def test_saved_model_with_an_alignment_attention_equals_the_python_search(
+    tmp_path, attention, decoder
+):
+    """The alignment state rides through the exported greedy and beam searches."""
+    vocabularies = tiny.tiny_vocabularies(11, 10)
+    model = tiny.tiny_model(
+        seed=1, sizes=(11, 10), output_scale=8.0, attention=attention, decoder=decoder
+    )
+    path = export.export_translator(model, vocabularies, tmp_path / "saved_model", max_length=6)
+    sentences = ["May 9th, 1998", "june a june", "a"]
+    translator = tf.saved_model.load(path)  # kept: its variables live as long as it does
+    source_ids = batching.encode_texts(tf.constant(sentences), vocabularies.source)
+    for beam_size in (1, 4):
+        outputs = translator.translate(tf.constant(sentences), beam_size=tf.constant(beam_size))
+        expected = tiny.search(model, source_ids, beam_size=beam_size, max_length=6)
+        np.testing.assert_array_equal(outputs["target_length"].numpy(), expected.lengths.numpy())
+        assert expected.lengths.numpy().max() > 1  # more than one step is checked
+        np.testing.assert_array_equal(
+            outputs["translation"].numpy(), vocabularies.target.decode(expected.ids).numpy()
+        )
+        np.testing.assert_allclose(outputs["scores"].numpy(), expected.scores.numpy(), atol=1e-5)
+        np.testing.assert_allclose(
+            outputs["attention"].numpy(),
+            expected.attention.numpy()[:, :, : source_ids.shape[1]],
+            atol=1e-5,
+        )

@@ -156,6 +156,19 @@ def test_the_recipe_picks_the_architecture_left_out(extra, architecture):
     assert all(getattr(args, flag) is None for flag in unsized)
 
 
+def test_attention_flag_takes_and_lists_every_registered_layer(capsys):
+    from examples.nmt.models import rnn
+
+    for name in rnn.ATTENTIONS:
+        assert train.parse_args(["--attention", name]).attention == name
+    (flag,) = [action for action in train.make_parser()._actions if action.dest == "attention"]
+    assert all(name in flag.help for name in (*rnn.ATTENTIONS, *rnn.RESERVED_ATTENTIONS))
+    with pytest.raises(SystemExit) as error:  # reserved, not yet a choice
+        train.parse_args(["--attention", "gmm"])
+    assert error.value.code == 2
+    assert "invalid choice: 'gmm'" in capsys.readouterr().err
+
+
 def test_jit_compile_trains_the_input_feeding_decoder(date_data_dir, tmp_path):
     """--jit-compile with the default (bahdanau) decoder: XLA compiles the
     gradient of the attention inside AttentionRNN's while loop."""

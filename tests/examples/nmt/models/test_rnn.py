@@ -16,10 +16,17 @@ import tiny  # noqa: E402
 
 from examples.nmt.models.decoding import search_start  # noqa: E402
 from examples.nmt.models.rnn import ATTENTIONS  # noqa: E402
+from examples.nmt.models.rnn import RESERVED_ATTENTIONS  # noqa: E402
+from examples.nmt.models.rnn import make_attention  # noqa: E402
 from examples.nmt.text import special  # noqa: E402
 from keras_attention import decoding  # noqa: E402
 
 SOURCE, TARGET_IN = tiny.SOURCE, tiny.TARGET_IN
+# Weights that need not sum to 1: monotonic mass may pass the end, local-p's
+# Gaussian scales its softmax down.
+UNNORMALIZED = {"monotonic", "local-p"}
+# The attentions whose decoding state carries an alignment state.
+ALIGNMENT = [name for name in ATTENTIONS if make_attention(name, 8).has_alignment_state]
 
 
 def tiny_model(attention="bahdanau", decoder="bahdanau", rnn="gru"):
@@ -37,8 +44,13 @@ def test_step_by_step_equals_teacher_forcing(attention, decoder):
         logits, state, weights = model.step(TARGET_IN[:, t], state, memory)
         steps.append(logits.numpy())
         assert tuple(weights.shape) == SOURCE.shape
-        np.testing.assert_allclose(weights.numpy().sum(-1), 1.0, atol=1e-5)
+        sums = weights.numpy().sum(-1)
+        if attention in UNNORMALIZED:
+            assert np.all(sums <= 1.0 + 1e-5) and np.all(sums > 0.0)
+        else:
+            np.testing.assert_allclose(sums, 1.0, atol=1e-5)
         assert np.all(weights.numpy()[SOURCE == 0] == 0)  # padding gets no weight
+        assert ("alignment" in state) == (attention in ALIGNMENT)
     real = TARGET_IN != 0  # the prefix: padded steps differ by design
     np.testing.assert_allclose(np.stack(steps, 1)[real], expected[real], atol=1e-5)
 
@@ -54,9 +66,20 @@ def test_lstm_step_by_step_equals_teacher_forcing():
         np.testing.assert_allclose(log_probs.numpy()[real], expected[real, t], atol=1e-5)
 
 
+def test_the_alignment_attentions_are_registered_and_the_later_ones_reserved():
+    assert {"location", "monotonic"} <= set(ALIGNMENT) and "local-p" not in ALIGNMENT
+    assert set(RESERVED_ATTENTIONS) == {"stepwise", "gmm", "dca"}
+    for name in RESERVED_ATTENTIONS:
+        with pytest.raises(ValueError, match="reserved"):
+            make_attention(name, 8)
+    monotonic = make_attention("monotonic", 8)
+    assert monotonic.mode == "parallel" and monotonic.sigmoid_noise > 0  # decodes soft
+
+
 @pytest.mark.parametrize("decoder", ["bahdanau", "luong"])
-def test_beam_size_one_equals_greedy(decoder):
-    model = tiny_model("multihead", decoder)
+@pytest.mark.parametrize("attention", ["multihead", *ALIGNMENT, "local-p"])
+def test_beam_size_one_equals_greedy(attention, decoder):
+    model = tiny_model(attention, decoder)
     greedy = tiny.search(model, SOURCE, max_length=7)
     step, state = search_start(model, SOURCE)
     beam = decoding.beam_search(step, state, special.START_ID, special.END_ID, 7, beam_size=1)
@@ -65,8 +88,68 @@ def test_beam_size_one_equals_greedy(decoder):
     np.testing.assert_allclose(beam.attention[:, 0].numpy(), greedy.attention.numpy(), atol=1e-6)
 
 
-def test_saved_and_reloaded_model_steps_like_the_original(tmp_path):
-    model = tiny_model("bahdanau", "bahdanau", rnn="lstm")
+def _exhaustive(model, entry, depth):
+    """Every hypothesis of sentence ``entry`` as ``(ids, log_prob, attention rows)``, best first.
+
+    Each prefix is decoded from scratch at batch 1, without a search: no state
+    is tiled or reordered.
+    """
+    state, memory = model.initial_state(SOURCE[entry : entry + 1])
+
+    def run(prefix):
+        one = state
+        for token in (special.START_ID, *prefix):
+            logits, one, weights = model.step(np.array([token], "int32"), one, memory)
+        return tf.nn.log_softmax(logits)[0].numpy(), weights[0].numpy()
+
+    done, frontier = [], [((), 0.0, [])]
+    for t in range(depth):
+        grown = []
+        for prefix, log_prob, rows in frontier:
+            log_probs, weights = run(prefix)
+            for token, token_log_prob in enumerate(log_probs):
+                item = (prefix + (token,), log_prob + token_log_prob, [*rows, weights])
+                (done if token == special.END_ID or t == depth - 1 else grown).append(item)
+        frontier = grown
+    return sorted(done, key=lambda item: -item[1])
+
+
+@pytest.mark.parametrize("decoder", ["bahdanau", "luong"])
+@pytest.mark.parametrize("attention", ALIGNMENT)
+def test_beam_covering_every_hypothesis_is_the_exhaustive_search(attention, decoder):
+    """The alignment state rides with its hypothesis: beam reordering is exact."""
+    depth, vocabulary = 3, 5
+    model = tiny.tiny_model(
+        attention=attention, decoder=decoder, sizes=(12, vocabulary), output_scale=4.0
+    )
+    beam_size = vocabulary**depth  # 125 beams: room for all 1 + 4 + 80 hypotheses
+    step, state = search_start(model, SOURCE, depth, beam_size)
+    found = decoding.beam_search(
+        step, state, special.START_ID, special.END_ID, depth, beam_size, pad_id=special.PAD_ID
+    )
+    result = type(found)(*map(np.asarray, found))  # ids, lengths, log_probs, scores, attention
+    for entry in range(len(SOURCE)):
+        every = _exhaustive(model, entry, depth)
+        for k, (ids, log_prob, rows) in enumerate(every):
+            assert result.lengths[entry, k] == len(ids)
+            assert tuple(result.ids[entry, k, : len(ids)]) == ids
+            np.testing.assert_allclose(result.log_probs[entry, k], log_prob, atol=1e-4)
+            np.testing.assert_allclose(
+                result.attention[entry, k, : len(ids)], np.stack(rows), atol=1e-5
+            )
+        assert np.all(result.scores[entry, len(every) :] < -1e8)  # the surplus beams are dead
+
+
+@pytest.mark.parametrize(
+    "attention, decoder, rnn",
+    [
+        ("bahdanau", "bahdanau", "lstm"),
+        *[(name, decoder, "gru") for name in ("location", "monotonic", "local-p")
+          for decoder in ("bahdanau", "luong")],
+    ],
+)  # fmt: skip
+def test_saved_and_reloaded_model_steps_like_the_original(tmp_path, attention, decoder, rnn):
+    model = tiny_model(attention, decoder, rnn=rnn)
     model.save(tmp_path / "model.keras")
     reloaded = keras.saving.load_model(tmp_path / "model.keras", compile=False)
     assert type(reloaded) is type(model) and reloaded.get_config() == model.get_config()
