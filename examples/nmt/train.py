@@ -41,7 +41,6 @@ from examples.nmt import cli
 from examples.nmt.data import sources
 from examples.nmt.models.rnn import ATTENTIONS
 from examples.nmt.models.rnn import DECODERS
-from examples.nmt.models.rnn import RESERVED_ATTENTIONS
 from examples.nmt.models.rnn import RNNS
 from examples.nmt.text.vocabularies import TOKENIZERS
 from examples.nmt.training import distribution
@@ -74,8 +73,8 @@ def make_parser() -> argparse.ArgumentParser:
         choices=ATTENTIONS,
         help="(recipe, rnn) bahdanau, luong (general), scaled_dot, multihead; with an "
         "alignment state: location (location-sensitive), monotonic (Bahdanau monotonic, "
-        "soft); local-p (Luong local-p). Reserved for later layers: "
-        + ", ".join(RESERVED_ATTENTIONS),
+        "soft), stepwise (stepwise monotonic, soft), gmm (GMMv2b), dca (dynamic "
+        "convolution); local-p (Luong local-p)",
     )
     parser.add_argument("--decoder", choices=DECODERS, help="(recipe, rnn)")
     parser.add_argument("--rnn", default="gru", choices=RNNS, help="(rnn)")

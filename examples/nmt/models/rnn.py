@@ -24,17 +24,19 @@ same interface (``examples.nmt.models.decoding``) and uses both for its
 key/value caches.
 
 Attention with an alignment state (``has_alignment_state``: ``location``,
-``monotonic``) reads the previous step's alignment. Teacher forcing needs
-nothing new (``AttentionRNNCell`` carries the state; the Luong decoder's one
-full call runs the recurrence over the target); the decoding ``state`` gains
-``"alignment"``, the layer's own dict (``initial_alignment_state``, then what
-``attend`` returns), which the searches tile and reorder like any state, so
-no shape of its leaves is assumed. ``monotonic`` trains in the soft
-``"parallel"`` mode with a little ``sigmoid_noise`` and decodes in that same
-mode: step-by-step decoding then gives the teacher-forced logits exactly,
-and the short date-task training does not push its stopping probabilities
-to 0 or 1, which ``"hard"`` decoding would need (``docs/location-attention.md``);
-a translator needs neither its linear time nor its online reading.
+``monotonic``, ``stepwise``, ``gmm``, ``dca``) reads the previous step's
+alignment. Teacher forcing needs nothing new (``AttentionRNNCell`` carries
+the state; the Luong decoder's one full call runs the recurrence over the
+target); the decoding ``state`` gains ``"alignment"``, the layer's own dict
+(``initial_alignment_state``, then what ``attend`` returns), which the
+searches tile and reorder like any state, so no shape of its leaves is
+assumed (GMM's means are ``(B, 5)``). ``monotonic`` trains in the soft
+``"parallel"`` mode with a little ``sigmoid_noise`` and decodes in that
+same mode (``stepwise`` likewise, in its ``"soft"`` mode): step-by-step
+decoding then gives the teacher-forced logits exactly, and the short
+date-task training does not push its stopping probabilities to 0 or 1,
+which ``"hard"`` decoding would need (``docs/location-attention.md``); a
+translator needs neither its linear time nor its online reading.
 ``local-p`` places its window from each query alone: no state.
 """
 
@@ -72,7 +74,7 @@ def _multihead(units: int, num_heads: int) -> keras.layers.Layer:
 # queries and memory, given (units, num_heads). A layer with an alignment state
 # (``has_alignment_state``) needs nothing more: both decoders carry its state.
 # None: a name reserved for a layer of issue 21 that is not in the package yet.
-ATTENTION_LAYERS: dict[str, Callable[[int, int], keras.layers.Layer] | None] = {
+ATTENTION_LAYERS: dict[str, Callable[[int, int], keras.layers.Layer]] = {
     "bahdanau": lambda units, _: keras_attention.BahdanauAttention(units, name="attention"),
     "luong": lambda units, _: keras_attention.LuongAttention("general", name="attention"),
     "scaled_dot": lambda units, _: keras_attention.ScaledDotProduct(name="attention"),
@@ -86,21 +88,21 @@ ATTENTION_LAYERS: dict[str, Callable[[int, int], keras.layers.Layer] | None] = {
         units, sigmoid_noise=MONOTONIC_SIGMOID_NOISE, mode="parallel", name="attention"
     ),
     "local-p": lambda units, _: keras_attention.LuongLocalPAttention(name="attention"),
-    "stepwise": None,  # StepwiseMonotonicAttention
-    "gmm": None,  # GMMAttention (its state holds a (B, K) leaf)
-    "dca": None,  # DynamicConvolutionAttention
+    # As monotonic: soft in training and decoding, a little noise in training.
+    "stepwise": lambda units, _: keras_attention.StepwiseMonotonicAttention(
+        units, sigmoid_noise=MONOTONIC_SIGMOID_NOISE, mode="soft", name="attention"
+    ),
+    # GMMv2b, 5 components (its state holds the (B, 5) means); DCA, the paper's filters.
+    "gmm": lambda units, _: keras_attention.GMMAttention(units=units, name="attention"),
+    "dca": lambda units, _: keras_attention.DynamicConvolutionAttention(
+        units=units, name="attention"
+    ),
 }
-ATTENTIONS = tuple(name for name, make in ATTENTION_LAYERS.items() if make is not None)
-RESERVED_ATTENTIONS = tuple(name for name, make in ATTENTION_LAYERS.items() if make is None)
+ATTENTIONS = tuple(ATTENTION_LAYERS)
 
 
 def make_attention(kind: str, units: int, num_heads: int = 4) -> keras.layers.Layer:
     """One of the package's layers, sized for ``units``-feature queries and memory."""
-    if kind in RESERVED_ATTENTIONS:
-        raise ValueError(
-            f"Expected attention in {ATTENTIONS}. Received: {kind!r}, a name reserved "
-            "for a layer this version of keras_attention does not have yet"
-        )
     if kind not in ATTENTIONS:
         raise ValueError(f"Expected attention in {ATTENTIONS}. Received: {kind!r}")
     return ATTENTION_LAYERS[kind](units, num_heads)

@@ -162,11 +162,11 @@ def test_attention_flag_takes_and_lists_every_registered_layer(capsys):
     for name in rnn.ATTENTIONS:
         assert train.parse_args(["--attention", name]).attention == name
     (flag,) = [action for action in train.make_parser()._actions if action.dest == "attention"]
-    assert all(name in flag.help for name in (*rnn.ATTENTIONS, *rnn.RESERVED_ATTENTIONS))
-    with pytest.raises(SystemExit) as error:  # reserved, not yet a choice
-        train.parse_args(["--attention", "gmm"])
+    assert all(name in flag.help for name in rnn.ATTENTIONS)
+    with pytest.raises(SystemExit) as error:
+        train.parse_args(["--attention", "gaussian"])
     assert error.value.code == 2
-    assert "invalid choice: 'gmm'" in capsys.readouterr().err
+    assert "invalid choice: 'gaussian'" in capsys.readouterr().err
 
 
 def test_jit_compile_trains_the_input_feeding_decoder(date_data_dir, tmp_path):

@@ -16,7 +16,6 @@ import tiny  # noqa: E402
 
 from examples.nmt.models.decoding import search_start  # noqa: E402
 from examples.nmt.models.rnn import ATTENTIONS  # noqa: E402
-from examples.nmt.models.rnn import RESERVED_ATTENTIONS  # noqa: E402
 from examples.nmt.models.rnn import make_attention  # noqa: E402
 from examples.nmt.text import special  # noqa: E402
 from keras_attention import decoding  # noqa: E402
@@ -24,7 +23,11 @@ from keras_attention import decoding  # noqa: E402
 SOURCE, TARGET_IN = tiny.SOURCE, tiny.TARGET_IN
 # Weights that need not sum to 1: monotonic mass may pass the end, local-p's
 # Gaussian scales its softmax down.
-UNNORMALIZED = {"monotonic", "local-p"}
+# Weights that may sum to less than 1: mass leaves past the end (monotonic,
+# stepwise) or the window cuts the Gaussian (local-p). GMM's are a mixture of
+# densities at the positions, which sum to more than 1 under a narrow component.
+UNNORMALIZED = {"monotonic", "stepwise", "local-p"}
+DENSITIES = {"gmm"}
 # The attentions whose decoding state carries an alignment state.
 ALIGNMENT = [name for name in ATTENTIONS if make_attention(name, 8).has_alignment_state]
 
@@ -47,6 +50,8 @@ def test_step_by_step_equals_teacher_forcing(attention, decoder):
         sums = weights.numpy().sum(-1)
         if attention in UNNORMALIZED:
             assert np.all(sums <= 1.0 + 1e-5) and np.all(sums > 0.0)
+        elif attention in DENSITIES:
+            assert np.all(np.isfinite(sums)) and np.all(weights.numpy() >= 0.0)
         else:
             np.testing.assert_allclose(sums, 1.0, atol=1e-5)
         assert np.all(weights.numpy()[SOURCE == 0] == 0)  # padding gets no weight
@@ -66,12 +71,12 @@ def test_lstm_step_by_step_equals_teacher_forcing():
         np.testing.assert_allclose(log_probs.numpy()[real], expected[real, t], atol=1e-5)
 
 
-def test_the_alignment_attentions_are_registered_and_the_later_ones_reserved():
-    assert {"location", "monotonic"} <= set(ALIGNMENT) and "local-p" not in ALIGNMENT
-    assert set(RESERVED_ATTENTIONS) == {"stepwise", "gmm", "dca"}
-    for name in RESERVED_ATTENTIONS:
-        with pytest.raises(ValueError, match="reserved"):
-            make_attention(name, 8)
+def test_the_alignment_attentions_are_registered():
+    assert set(ALIGNMENT) == {"location", "monotonic", "stepwise", "gmm", "dca"}
+    assert "local-p" in ATTENTIONS and "local-p" not in ALIGNMENT
+    with pytest.raises(ValueError, match="Expected attention in"):
+        make_attention("gaussian", 8)
+    assert make_attention("stepwise", 8).mode == "soft"  # decodes soft, as monotonic
     monotonic = make_attention("monotonic", 8)
     assert monotonic.mode == "parallel" and monotonic.sigmoid_noise > 0  # decodes soft
 
