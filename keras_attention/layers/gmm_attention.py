@@ -144,10 +144,12 @@ class GMMAttention(KernelArgsMixin, AlignmentAttention):
         return self.parameter_dense(ops.tanh(self.hidden_dense(query)))  # (B, [Tq,] 3K)
 
     def _alignment(self, query_features, key_features, mask, state, training, noise):
-        biases = ops.concatenate([self.mixture_bias, self.delta_bias, self.sigma_bias])  # (3K,)
-        parameters = ops.cast(query_features, self._state_dtype) + ops.cast(
-            biases, self._state_dtype
-        )
+        # Each variable cast first: Keras 3.8's JAX concatenate cannot take Variables.
+        biases = [
+            ops.cast(bias, self._state_dtype)
+            for bias in (self.mixture_bias, self.delta_bias, self.sigma_bias)
+        ]
+        parameters = ops.cast(query_features, self._state_dtype) + ops.concatenate(biases)  # 3K
         mixture, delta, scales = location_relative.gmm_parameters(parameters)  # (B, K) each
         means = state["means"] + delta
         weights = location_relative.gmm_alignment(
