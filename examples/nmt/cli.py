@@ -50,10 +50,17 @@ def require_tensorflow_backend() -> None:
         )
 
 
-def add_decoding_arguments(parser: argparse.ArgumentParser, default_max_length: Any = 64) -> None:
+def add_decoding_arguments(
+    parser: argparse.ArgumentParser, default_max_length: Any = 64, default_beam_size: Any = 1
+) -> None:
     """``--beam-size``, ``--length-penalty``, ``--coverage-penalty``, ``--max-decode-length``."""
     at_least_one = integer_at_least(1)
-    parser.add_argument("--beam-size", type=at_least_one, default=1, help="1 = greedy search")
+    parser.add_argument(
+        "--beam-size",
+        type=at_least_one,
+        default=default_beam_size,
+        help="1 = greedy search" + ("" if default_beam_size else " (recipe: 4 for g2p, else 1)"),
+    )
     parser.add_argument("--length-penalty", type=float, default=0.0, help="GNMT alpha")
     parser.add_argument("--coverage-penalty", type=float, default=0.0, help="GNMT beta")
     parser.add_argument(

@@ -1,7 +1,8 @@
 """Scores a saved run on a split: ``python -m examples.nmt.evaluate --model runs/nmt``.
 
 Prints the metrics of ``examples.nmt.evaluation.evaluate`` (BLEU, chrF,
-exact match, alignment accuracy) as JSON, then the BLEU line.
+exact match, alignment accuracy; WER and PER for pronunciations) as JSON,
+then the BLEU line (the WER line for pronunciations).
 """
 
 from __future__ import annotations
@@ -46,9 +47,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         length_penalty=args.length_penalty,
         coverage_penalty=args.coverage_penalty,
         max_length=args.max_decode_length,
+        pronunciation=sources.is_pronunciation(args.dataset),
     )
     print(json.dumps(metrics, indent=2, sort_keys=True))
-    print(f"BLEU {metrics['bleu']:.1f} ({metrics['bleu_signature']})")
+    if "wer" in metrics:
+        print(f"WER {100 * metrics['wer']:.2f}%, PER {100 * metrics['per']:.2f}%")
+    else:
+        print(f"BLEU {metrics['bleu']:.1f} ({metrics['bleu_signature']})")
     return metrics
 
 

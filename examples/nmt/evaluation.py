@@ -1,4 +1,4 @@
-"""Decoding a split and scoring it: BLEU, chrF, exact match, alignment accuracy.
+"""Decoding a split and scoring it: BLEU, chrF, exact match, alignment accuracy, WER, PER.
 
 ``evaluate`` translates the source strings of a split greedily or with beam
 search through ``examples.nmt.translator`` (the path of ``translate.py`` and
@@ -12,6 +12,8 @@ alignments (the date task), attention alignment accuracy: the share of
 output tokens whose highest-weight source token is one the gold alignment
 names, over the output tokens that have gold links. (A date is one 13a
 token, so the date task's BLEU says little; exact match is its score.)
+For pronunciations (``pronunciation=True``), also the G2P papers' word and
+phoneme error rates over the distinct source words (``pronunciation_scores``).
 
 ``python -m examples.nmt.evaluate --model runs/nmt`` scores a saved run.
 """
@@ -78,6 +80,53 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[
     }
 
 
+def edit_distance(hypothesis: Sequence[str], reference: Sequence[str]) -> int:
+    """Levenshtein distance between two token sequences (substitutions, insertions, deletions)."""
+    previous = list(range(len(reference) + 1))
+    for i, token in enumerate(hypothesis, start=1):
+        current = [i]
+        for j, expected in enumerate(reference, start=1):
+            current.append(
+                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (token != expected))
+            )
+        previous = current
+    return previous[-1]
+
+
+def pronunciation_scores(
+    sources: Sequence[str], hypotheses: Sequence[str], references: Sequence[str]
+) -> dict[str, Any]:
+    """Word and phoneme error rates, as the G2P papers report them.
+
+    The examples are grouped by source word: every reference of a word (its
+    alternate pronunciations) counts, and each distinct word is scored once,
+    on its first hypothesis. A word is wrong if its phoneme sequence differs
+    from every reference (``wer``: wrong words / words); ``per`` is the sum
+    over words of the edit distance to the closest reference over the sum of
+    the lengths of those references. Phonemes are the white-space-separated
+    tokens. Returns ``wer``, ``per`` (fractions) and ``words``.
+    """
+    if not len(sources) == len(hypotheses) == len(references):
+        raise ValueError(
+            f"Expected one source and hypothesis per reference. Received: {len(sources)} "
+            f"sources, {len(hypotheses)} hypotheses, {len(references)} references"
+        )
+    words: dict[str, tuple[list[str], list[list[str]]]] = {}
+    for source, hypothesis, reference in zip(sources, hypotheses, references):
+        entry = words.setdefault(source, (hypothesis.split(), []))
+        entry[1].append(reference.split())
+    wrong = errors = length = 0
+    for hypothesis, options in words.values():
+        distance, size = min((edit_distance(hypothesis, ref), len(ref)) for ref in options)
+        wrong += distance > 0
+        errors, length = errors + distance, length + size
+    return {
+        "wer": wrong / max(len(words), 1),
+        "per": errors / max(length, 1),
+        "words": len(words),
+    }
+
+
 def evaluate(
     model: Decoder,
     split: tf.data.Dataset,
@@ -90,13 +139,16 @@ def evaluate(
     max_length: int = 64,
     max_source_length: int | None = None,
     samples: int = 3,
+    pronunciation: bool = False,
 ) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Translates ``split`` and scores it.
 
     Returns:
         ``(metrics, samples)``: metrics ``bleu``, ``chrf`` and their
-        signatures (``corpus_scores``), ``exact_match``, ``examples`` and,
-        with gold alignments, ``alignment_accuracy``;
+        signatures (``corpus_scores``), ``exact_match``, ``examples``;
+        with gold alignments, ``alignment_accuracy``; with
+        ``pronunciation``, ``wer``, ``per`` and ``words``
+        (``pronunciation_scores``);
         the first ``samples`` translations with their source tokens, output
         tokens and ``(T, Ts)`` attention, for plots (``sample``). Sources are
         cut at ``max_source_length`` tokens (``max_length`` if None), outputs
@@ -122,12 +174,14 @@ def evaluate(
     )
     hypotheses: list[str] = []
     references: list[str] = []
+    source_texts: list[str] = []
     correct = total = 0
     kept: list[dict[str, Any]] = []
     for batch in batches:
         outputs = {name: value.numpy() for name, value in translate(batch["source"]).items()}
         hypotheses.extend(text.decode("utf-8") for text in outputs["translation"])
         references.extend(text.decode("utf-8").strip() for text in batch["target"].numpy())
+        source_texts.extend(text.decode("utf-8").strip() for text in batch["source"].numpy())
         if with_alignment:
             hits, count = alignment_accuracy(
                 outputs["attention"], batch["alignment"].numpy(), outputs["target_length"]
@@ -142,6 +196,8 @@ def evaluate(
     }
     if with_alignment:
         metrics["alignment_accuracy"] = correct / max(total, 1)
+    if pronunciation:
+        metrics.update(pronunciation_scores(source_texts, hypotheses, references))
     return metrics, kept
 
 

@@ -40,6 +40,10 @@ OUTPUTS = (
     TRAINING,
     "source_vocabulary.txt",
     "target_vocabulary.txt",
+    "source_letters.txt",
+    "target_letters.txt",
+    "source_symbols.txt",
+    "target_symbols.txt",
     "source_sentencepiece.model",
     "target_sentencepiece.model",
     "training_curves.png",
@@ -51,7 +55,7 @@ OUTPUTS = (
     "checkpoint.weights.h5",
 )
 # Flags added since a run's config.json may have been written, with the value they had.
-ADDED_FLAGS = {"architecture": "rnn"}
+ADDED_FLAGS = {"architecture": "rnn", "test": None, "keep_stress": False}
 # Flags that may change between a run and its resumption.
 RESUME_IRRELEVANT = frozenset(
     {

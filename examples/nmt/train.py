@@ -83,14 +83,16 @@ def make_parser() -> argparse.ArgumentParser:
         choices=("auto", *recipes.RECIPES),
         default="auto",
         help="defaults of the flags marked (recipe): 'date' for the date task, 'real' for "
-        "natural language (SentencePiece, larger model); auto: date for "
-        "date_normalization, real otherwise",
+        "natural language (SentencePiece, larger model), 'g2p' for pronunciations (letters "
+        "in, phonemes out); auto: date for date_normalization, g2p for "
+        "cmu_pronouncing_dictionary and dict:PATH, real otherwise",
     )
     tokenizers = TOKENIZERS
     parser.add_argument(
         "--source-tokenizer",
         choices=tokenizers,
-        help="(recipe) lower-cased words, or a SentencePiece unigram/bpe/char model (cased)",
+        help="(recipe) lower-cased words or letters, white-space-separated symbols "
+        "(phonemes), or a SentencePiece unigram/bpe/char model (cased)",
     )
     parser.add_argument("--target-tokenizer", choices=tokenizers, help="(recipe) as above")
     parser.add_argument("--embedding-dim", type=positive, help="(recipe, rnn)")
@@ -152,7 +154,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-evaluate", action="store_true", help="skip the test-split evaluation and heat-maps"
     )
-    cli.add_decoding_arguments(parser)
+    cli.add_decoding_arguments(parser, default_beam_size=None)
     return parser
 
 

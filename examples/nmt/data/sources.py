@@ -1,4 +1,4 @@
-"""Where the parallel text comes from: TFDS, ``tsv:``, ``folder:`` and the date task.
+"""Where the parallel text comes from: TFDS, ``tsv:``, ``dict:``, ``folder:``, dates, CMUdict.
 
 ``load_splits`` reads one of
 
@@ -9,8 +9,14 @@
   downloads and prepares it (``catalogue_builder``);
 * ``"date_normalization"`` (the default): generated locally, no download,
   with gold alignments (see ``examples.nmt.data.date_normalization``);
+* ``"cmu_pronouncing_dictionary"`` (``/no_stress``, ``/stress``): words
+  and their phonemes, built locally from the bundled CMUdict
+  (``examples.nmt.data.pronouncing_dictionary``), split by a hash of the word;
 * ``"tsv:PATH"``: a plain or zipped ``English<TAB>Other[<TAB>attribution]``
   file (see ``examples.nmt.data.tsv``), split by a hash of the source sentence;
+* ``"dict:PATH"``: a pronouncing dictionary, CMUdict or Phonetisaurus format
+  (``examples.nmt.data.pronunciations``), words -> phonemes, stress digits
+  removed unless ``keep_stress``, split by a hash of the word;
 * ``"folder:PATH"``: a ``tfds.folder_dataset.TranslateFolder`` layout
   (``LANG.SPLIT.txt`` files).
 
@@ -19,6 +25,10 @@ Every split is a ``tf.data.Dataset`` of ``{"source": str, "target": str}``
 links, for the dates). Missing validation or test splits are carved from
 train by a hash of the normalized source (``split_by_hash``), so a source
 sentence never straddles two splits: test sources are unseen in training.
+With ``test=PATH`` (``--test``), a file in the format of the dataset
+(``tsv:``/``dict:``, or a dictionary for ``cmu_pronouncing_dictionary``) is
+the test split instead; validation is still carved from train by hash, and
+training examples whose source is a test source are dropped (and counted).
 
 ``python -m examples.nmt.data`` builds a dataset and prints a few examples.
 """
@@ -26,7 +36,6 @@ sentence never straddles two splits: test sources are unseen in training.
 from __future__ import annotations
 
 import argparse
-import random
 from collections.abc import Sequence
 
 import tensorflow as tf
@@ -34,22 +43,26 @@ import tensorflow_datasets as tfds
 
 from examples.nmt import cli
 from examples.nmt.data import date_normalization
-from examples.nmt.data import tsv
-from examples.nmt.data.batching import unbatch
-from examples.nmt.text.normalization import normalize
+from examples.nmt.data import files
+from examples.nmt.data import pronouncing_dictionary
+from examples.nmt.data import pronunciations
+from examples.nmt.data.splitting import SPLITS
+from examples.nmt.data.splitting import Splits
+from examples.nmt.data.splitting import complete_splits
+from examples.nmt.data.splitting import without_sources
 
 DEFAULT_DATASET = date_normalization.DateNormalization.name
-SPLITS = ("train", "validation", "test")
 _SPLIT_ALIASES = {
     "validation": ("validation", "valid", "dev"),
     "test": ("test",),
     "train": ("train",),
 }
-_ENGLISH = ("en", "eng", "english")
-_HASH_BUCKETS = 10_000
-
-# One split's examples: {"source": tf.string, "target": tf.string[, "alignment"]}.
-Splits = dict[str, tf.data.Dataset]
+# The example's TFDS builders that prepare offline (no download needed).
+LOCAL_BUILDERS = (
+    date_normalization.DateNormalization,
+    pronouncing_dictionary.CmuPronouncingDictionary,
+)
+is_pronunciation = pronouncing_dictionary.is_pronunciation
 
 
 def load_splits(
@@ -61,11 +74,13 @@ def load_splits(
     max_examples: int | None = None,
     held_out_fraction: float = 0.05,
     download: bool = False,
+    test: str | None = None,
+    keep_stress: bool = False,
 ) -> Splits:
     """Loads ``train``, ``validation`` and ``test`` splits of a parallel text.
 
     Args:
-        dataset: a TFDS name, ``"tsv:PATH"`` or ``"folder:PATH"``.
+        dataset: a TFDS name, ``"tsv:PATH"``, ``"dict:PATH"`` or ``"folder:PATH"``.
         data_dir: where TFDS keeps built datasets (TFDS's default if None).
         source_lang, target_lang: language keys, where the dataset's own
             direction is missing or should be reversed.
@@ -73,19 +88,29 @@ def load_splits(
         held_out_fraction: the share of examples in each split carved by hash.
         download: download and prepare a TFDS dataset that is not prepared
             in ``data_dir`` (see ``catalogue_builder``).
+        test: a file in the dataset's format to test on (see the module doc).
+        keep_stress: keep the stress digits of ``dict:`` dictionaries (and
+            of a ``test`` dictionary).
 
     Returns:
         ``{"train", "validation", "test"}`` -> ``tf.data.Dataset`` of dicts.
     """
     kind, _, path = dataset.partition(":")
+    test_split = None
+    if test is not None:
+        test_split = files.test_file_split(dataset, test, source_lang, target_lang, keep_stress)
     if kind == "tsv" and path:
-        splits = _tsv_splits(path, source_lang, target_lang, held_out_fraction)
+        pairs = files.tsv_pairs(path, source_lang, target_lang)
+        splits = files.pairs_splits(path, pairs, held_out_fraction, test_split)
+    elif kind == "dict" and path:
+        pairs = list(pronunciations.read_pronunciations(path, stress=keep_stress))
+        splits = files.pairs_splits(path, pairs, held_out_fraction, test_split)
     elif kind == "folder" and path:
         builder = tfds.folder_dataset.TranslateFolder(root_dir=path)
-        splits = _builder_splits(builder, source_lang, target_lang, held_out_fraction)
+        splits = _builder_splits(builder, source_lang, target_lang, held_out_fraction, test_split)
     else:
         builder = catalogue_builder(dataset, data_dir, download)
-        splits = _builder_splits(builder, source_lang, target_lang, held_out_fraction)
+        splits = _builder_splits(builder, source_lang, target_lang, held_out_fraction, test_split)
     if max_examples is not None:
         splits = {name: split.take(max_examples) for name, split in splits.items()}
     return {name: splits[name] for name in SPLITS}
@@ -121,7 +146,7 @@ def catalogue_builder(
         ) from error
     if builder.is_prepared():
         return builder
-    if not download and not isinstance(builder, date_normalization.DateNormalization):
+    if not download and not isinstance(builder, LOCAL_BUILDERS):
         raise DatasetNotPreparedError(
             f"the TFDS dataset {name} is not prepared in the data dir (no {builder.data_path}). "
             "Pass --download to download and prepare it now (needs the network), or prepare "
@@ -177,8 +202,13 @@ def _builder_splits(
     source_lang: str | None,
     target_lang: str | None,
     fraction: float,
+    test: tf.data.Dataset | None = None,
 ) -> Splits:
-    """The splits of a TFDS builder as ``{"source", "target"[, "alignment"]}`` dicts."""
+    """The splits of a TFDS builder as ``{"source", "target"[, "alignment"]}`` dicts.
+
+    With a ``test`` split, the builder's own test split is not read and its
+    sources are dropped from train.
+    """
     prefix, languages = _text_keys(builder.info.features)
     source, target = language_pair(
         languages, builder.info.supervised_keys, source_lang, target_lang
@@ -199,95 +229,15 @@ def _builder_splits(
     found = {}
     for name, aliases in _SPLIT_ALIASES.items():
         alias = next((alias for alias in aliases if alias in builder.info.splits), None)
-        if alias is not None:
+        if alias is not None and not (name == "test" and test is not None):
             examples = builder.as_dataset(split=alias, read_config=read_config)
             found[name] = examples.map(to_pair)
     if "train" not in found:
         raise ValueError(f"Expected a 'train' split. Received: {list(builder.info.splits)}")
+    if test is not None:
+        found["train"] = without_sources(found["train"], test)
+        found["test"] = test
     return complete_splits(found, fraction)
-
-
-def complete_splits(splits: Splits, fraction: float) -> Splits:
-    """Carves the missing ``validation``/``test`` splits out of ``train`` by hash."""
-    missing = [name for name in SPLITS if name not in splits]
-    if not missing:
-        return dict(splits)
-    return {**splits, **split_by_hash(splits["train"], missing, fraction)}
-
-
-def _hash_bucket(source: tf.Tensor) -> tf.Tensor:
-    """The bucket of the NFKC-normalized, case- and space-folded source sentence."""
-    key = tf.strings.lower(normalize(source), encoding="utf-8")
-    key = tf.strings.regex_replace(key, r"\s+", " ")
-    return tf.strings.to_hash_bucket_fast(tf.strings.strip(key), _HASH_BUCKETS)
-
-
-def split_by_hash(examples: tf.data.Dataset, held_out: Sequence[str], fraction: float) -> Splits:
-    """Splits by a hash of the normalized source sentence: source-disjoint splits.
-
-    The hash key is the source after NFKC, lower-casing and folding white
-    space. Each name in ``held_out`` gets ``fraction`` of the hash buckets and
-    ``"train"`` the rest, so equal sources always land in the same split: no
-    test source is seen in training (several references of one source stay
-    together), and test scores measure translation of unseen sentences.
-    """
-    width = round(fraction * _HASH_BUCKETS)
-    if not 0 < width * len(held_out) < _HASH_BUCKETS:
-        raise ValueError(f"Expected 0 < fraction < {1 / len(held_out)}. Received: {fraction}")
-    # Selecting within batches is ~6x faster than `Dataset.filter`.
-    batches = examples.ragged_batch(1024)
-
-    def bucket_range(low: int, high: int) -> tf.data.Dataset:
-        def select(batch: dict) -> dict:
-            bucket = _hash_bucket(batch["source"])
-            keep = tf.logical_and(bucket >= low, bucket < high)
-            return tf.nest.map_structure(lambda x: tf.ragged.boolean_mask(x, keep), batch)
-
-        return unbatch(batches.map(select))
-
-    splits = {
-        name: bucket_range(index * width, (index + 1) * width)
-        for index, name in enumerate(held_out)
-    }
-    splits["train"] = bucket_range(len(held_out) * width, _HASH_BUCKETS)
-    return splits
-
-
-def _tsv_splits(
-    path: str, source_lang: str | None, target_lang: str | None, fraction: float
-) -> Splits:
-    """Reads ``English<TAB>Other``; the source is Other unless told otherwise."""
-    pairs = list(tsv.read_pairs(path))
-    if not pairs:
-        raise tsv.TsvFormatError(f"Expected sentence pairs in {path}. Received an empty file.")
-    random.Random(0).shuffle(pairs)  # Anki files are sorted by length.
-    english_first = source_lang in _ENGLISH or (
-        target_lang is not None and target_lang not in _ENGLISH
-    )
-    sources, targets = zip(*(pair if english_first else pair[::-1] for pair in pairs), strict=True)
-    _check_split_sizes(path, list(sources), fraction)
-    examples = tf.data.Dataset.from_tensor_slices(
-        {"source": list(sources), "target": list(targets)}
-    )
-    return split_by_hash(examples, ["validation", "test"], fraction)
-
-
-def _check_split_sizes(path: str, sources: list[str], fraction: float) -> None:
-    """Raises unless ``split_by_hash`` gives every split at least one of ``sources``."""
-    width = round(fraction * _HASH_BUCKETS)
-    buckets = _hash_bucket(tf.constant(sources)).numpy()
-    counts = {
-        "validation": int((buckets < width).sum()),
-        "test": int(((buckets >= width) & (buckets < 2 * width)).sum()),
-    }
-    counts["train"] = len(sources) - counts["validation"] - counts["test"]
-    if min(counts.values()) == 0:
-        raise tsv.TsvFormatError(
-            f"{path}: {len(sources)} sentence pairs give {counts['train']} training, "
-            f"{counts['validation']} validation and {counts['test']} test examples; every "
-            f"split needs one (validation and test each take ~{fraction:.0%} of the distinct "
-            "sources, by hash): use a larger file"
-        )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -295,7 +245,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dataset",
         default=DEFAULT_DATASET,
-        help="a TFDS name (e.g. ted_hrlr_translate/pt_to_en), tsv:PATH or folder:PATH",
+        help="a TFDS name (e.g. ted_hrlr_translate/pt_to_en, or cmu_pronouncing_dictionary: "
+        "the bundled CMUdict, words -> phonemes), tsv:PATH, dict:PATH (a pronouncing "
+        "dictionary, CMUdict or Phonetisaurus format) or folder:PATH",
+    )
+    parser.add_argument(
+        "--test",
+        metavar="PATH",
+        help="a file in the dataset's format (tsv:, dict:, or a dictionary for "
+        "cmu_pronouncing_dictionary) to test on instead of the hash split; its sources are "
+        "dropped from training",
+    )
+    parser.add_argument(
+        "--keep-stress",
+        action="store_true",
+        help="keep the stress digits of a dict: dictionary (AH0); removed by default",
     )
     parser.add_argument("--data-dir", help="TFDS data dir (default: TFDS's own)")
     parser.add_argument("--source-lang", help="source language key, where ambiguous")
@@ -319,6 +283,8 @@ def splits_from_args(args: argparse.Namespace) -> Splits:
         target_lang=args.target_lang,
         max_examples=args.max_examples,
         download=getattr(args, "download", False),
+        test=getattr(args, "test", None),
+        keep_stress=getattr(args, "keep_stress", False),
     )
 
 

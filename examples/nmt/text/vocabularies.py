@@ -1,7 +1,8 @@
 """A run's pair of vocabularies: which kind each side is, how they are built, saved and loaded.
 
-Either side is a word ``Vocabulary`` (``examples.nmt.text.words``: lower-cased
-words) or a ``SentencePieceVocabulary``
+Either side is a token-list ``Vocabulary`` (``examples.nmt.text.words``:
+lower-cased words, lower-cased letters, or symbols such as phonemes) or a
+``SentencePieceVocabulary``
 (``examples.nmt.text.sentencepiece_vocabulary``: subwords or characters, case
 kept); both share the special ids of ``examples.nmt.text.special`` and the
 methods ``encode``, ``decode`` and ``tokens``.
@@ -15,15 +16,17 @@ from typing import NamedTuple
 import tensorflow as tf
 
 from examples.nmt.text.sentencepiece_vocabulary import SentencePieceVocabulary
-from examples.nmt.text.words import Vocabulary
-from examples.nmt.text.words import word_vocabulary
+from examples.nmt.text.words import KINDS
+from examples.nmt.text.words import token_vocabulary
 
 
 class Vocabularies(NamedTuple):
     """Source and target vocabularies, saved as two files in a run's folder.
 
-    Either side is a word ``Vocabulary`` (``{side}_vocabulary.txt``) or a
-    ``SentencePieceVocabulary`` (``{side}_sentencepiece.model``).
+    Either side is a word ``Vocabulary`` (``{side}_vocabulary.txt``), a
+    ``LetterVocabulary`` (``{side}_letters.txt``), a ``SymbolVocabulary``
+    (``{side}_symbols.txt``) or a ``SentencePieceVocabulary``
+    (``{side}_sentencepiece.model``).
     """
 
     source: tf.Module
@@ -38,28 +41,31 @@ class Vocabularies(NamedTuple):
     def load(cls, directory: str | os.PathLike) -> Vocabularies:
         sides = []
         for side in ("source", "target"):
-            words = os.path.join(directory, Vocabulary.file_name(side))
-            pieces = os.path.join(directory, SentencePieceVocabulary.file_name(side))
-            if os.path.isfile(pieces):
-                sides.append(SentencePieceVocabulary.load(pieces))
-            elif os.path.isfile(words):
-                sides.append(Vocabulary.load(words))
-            else:
-                raise FileNotFoundError(f"no {side} vocabulary in {directory}: {words} or {pieces}")
+            kinds = (SentencePieceVocabulary, *KINDS.values())
+            paths = [os.path.join(directory, kind.file_name(side)) for kind in kinds]
+            found = [(kind, path) for kind, path in zip(kinds, paths) if os.path.isfile(path)]
+            if not found:
+                raise FileNotFoundError(
+                    f"no {side} vocabulary in {directory}: one of {', '.join(paths)}"
+                )
+            kind, path = found[0]
+            sides.append(kind.load(path))
         return cls(*sides)
 
 
-TOKENIZERS = ("words", "unigram", "bpe", "char")
+TOKENIZERS = ("words", "unigram", "bpe", "char", "letters", "symbols")
 
 
 def build_vocabulary(texts: tf.data.Dataset, kind: str, max_size: int | None = None) -> tf.Module:
     """A vocabulary of ``kind`` (one of ``TOKENIZERS``) from ``(B,)`` string batches.
 
-    ``"words"``: lower-cased word tokens; ``"unigram"``/``"bpe"``/``"char"``: a
+    ``"words"``: lower-cased word tokens; ``"letters"``: lower-cased
+    characters; ``"symbols"``: white-space-separated fields, case kept
+    (``examples.nmt.text.words``); ``"unigram"``/``"bpe"``/``"char"``: a
     SentencePiece model of that type, case kept (``examples.nmt.text.sentencepiece_vocabulary``).
     """
-    if kind == "words":
-        return word_vocabulary(texts, max_size)
+    if kind in KINDS:
+        return token_vocabulary(texts, kind, max_size)
     if kind in TOKENIZERS:
         return SentencePieceVocabulary.train(texts, kind, max_size or 8000)
     raise ValueError(f"Expected a tokenizer in {TOKENIZERS}. Received: {kind!r}")

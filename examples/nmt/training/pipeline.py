@@ -124,6 +124,7 @@ def finish(
             max_length=args.max_decode_length,
             max_source_length=args.max_length,
             samples=args.samples,
+            pronunciation=sources.is_pronunciation(args.dataset),
         )
     metrics["best_epoch"] = summary["best_epoch"]
     metrics["train_seconds"] = round(summary["train_seconds"], 1)

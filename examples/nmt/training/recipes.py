@@ -1,7 +1,9 @@
 """Training recipes: the defaults of the flags, keyed by task and architecture.
 
-``python -m examples.nmt.train --recipe auto|date|real``: ``auto`` takes
-``date`` for the date-normalization task and ``real`` for any other dataset.
+``python -m examples.nmt.train --recipe auto|date|real|g2p``: ``auto`` takes
+``date`` for the date-normalization task, ``g2p`` for pronunciations
+(``cmu_pronouncing_dictionary``, ``dict:PATH``) and ``real`` for any other
+dataset.
 A flag given on the command line wins over its recipe; ``config.json`` keeps
 the values used.
 
@@ -13,6 +15,10 @@ the values used.
   Tatoeba French->English it beats the recipe's RNN (Luong decoder and
   attention, 256 units) in the same 27 minutes of training on 2 CPU cores
   (``docs/transformers.md``).
+* ``g2p``: grapheme-to-phoneme conversion: lower-cased letters in
+  (``letters``), phoneme symbols out (``symbols``), an RNN with Bahdanau
+  attention and a Luong decoder, beam search of 4 for evaluation
+  (``docs/pronunciation.md``).
 
 ``--architecture`` picks the model; left out, it is the recipe's
 (``ARCHITECTURES``: the RNN for ``date``, the Transformer for ``real``).
@@ -26,6 +32,7 @@ from __future__ import annotations
 import argparse
 
 from examples.nmt.data.sources import DEFAULT_DATASET
+from examples.nmt.data.sources import is_pronunciation
 
 # Defaults keyed by task; the keys are train.py flags (argparse dest names).
 RECIPES = {
@@ -44,6 +51,7 @@ RECIPES = {
         "batch_size": 128,
         "learning_rate": 3e-3,
         "warmup_steps": 100,
+        "beam_size": 1,
     },
     "real": {
         "attention": "luong",
@@ -60,6 +68,24 @@ RECIPES = {
         "batch_size": 128,
         "learning_rate": 3e-3,
         "warmup_steps": 300,
+        "beam_size": 1,
+    },
+    "g2p": {
+        "attention": "bahdanau",
+        "decoder": "luong",
+        "source_tokenizer": "letters",
+        "target_tokenizer": "symbols",
+        "vocab_size": 1000,
+        "embedding_dim": 64,
+        "units": 256,
+        "num_heads": 4,
+        "dropout": 0.2,
+        "label_smoothing": 0.1,
+        "epochs": 12,
+        "batch_size": 128,
+        "learning_rate": 3e-3,
+        "warmup_steps": 300,
+        "beam_size": 4,
     },
 }
 
@@ -88,11 +114,22 @@ TRANSFORMER_RECIPES = {
         "learning_rate": 1.5e-3,
         "warmup_steps": 800,
     },
+    "g2p": {
+        "layers": 2,
+        "d_model": 192,
+        "ff_dim": 768,
+        "num_heads": 4,
+        "alignment_layer": 0,
+        "dropout": 0.1,
+        "epochs": 12,
+        "learning_rate": 1.5e-3,
+        "warmup_steps": 800,
+    },
 }
 # The architecture of each recipe when --architecture is left out: measured
 # on 2 CPU cores, the RNN wins the date task (100% against 99.95% exact
 # match), the Transformer fra-eng (53.4 against 51.7 cased BLEU, same time).
-ARCHITECTURES = {"date": "rnn", "real": "transformer"}
+ARCHITECTURES = {"date": "rnn", "real": "transformer", "g2p": "rnn"}
 # The flags of one architecture only: left None for the other.
 ARCHITECTURE_FLAGS = {
     "rnn": ("attention", "decoder", "embedding_dim", "units"),
@@ -104,7 +141,9 @@ def recipe_name(args: argparse.Namespace) -> str:
     """``--recipe``, with ``auto`` resolved by ``--dataset``."""
     if args.recipe != "auto":
         return args.recipe
-    return "date" if args.dataset.split("/")[0] == DEFAULT_DATASET else "real"
+    if args.dataset.split("/")[0] == DEFAULT_DATASET:
+        return "date"
+    return "g2p" if is_pronunciation(args.dataset) else "real"
 
 
 def architecture_name(args: argparse.Namespace) -> str:

@@ -42,3 +42,27 @@ def test_alignment_accuracy_on_a_constructed_case():
     attention[1, 2] = [0.1, 0.1, 0.7, 0.1]  # hit, but past the output length 2: skipped
     assert evaluation.alignment_accuracy(attention, gold) == (4, 5)
     assert evaluation.alignment_accuracy(attention, gold, lengths=np.array([3, 2])) == (3, 4)
+
+
+@pytest.mark.parametrize(
+    "hypothesis, reference, distance",
+    [("", "", 0), ("a b c", "a b c", 0), ("a b", "a b c", 1), ("a x c", "a b c", 1),
+     ("b c d", "a b c", 2), ("", "a b", 2), ("k i t t e n", "s i t t i n g", 3)],
+)  # fmt: skip
+def test_edit_distance_counts_substitutions_insertions_deletions(hypothesis, reference, distance):
+    assert evaluation.edit_distance(hypothesis.split(), reference.split()) == distance
+
+
+def test_pronunciation_scores_count_each_word_once_against_all_its_references():
+    # "tomato" has two references and is right against the second; "potato" is
+    # one substitution off (4 phonemes); "rose" is a deletion and an insertion
+    # off its closer reference (3 phonemes), farther from the other (4).
+    sources = ["tomato", "tomato", "potato", "rose", "rose"]
+    hypotheses = ["T AH M AA T OW"] * 2 + ["P AH T OW", "R OW S Z", "R OW S Z"]
+    references = ["T AH M EY T OW", "T AH M AA T OW", "P AH T EY", "R OW Z", "R AO Z IH"]
+    scores = evaluation.pronunciation_scores(sources, hypotheses, references)
+    assert scores["words"] == 3
+    assert scores["wer"] == pytest.approx(2 / 3)
+    assert scores["per"] == pytest.approx((0 + 1 + 1) / (6 + 4 + 3))
+    with pytest.raises(ValueError, match="one source and hypothesis per reference"):
+        evaluation.pronunciation_scores(sources[:2], hypotheses, references)

@@ -144,8 +144,11 @@ def test_architecture_flags_are_checked(extra, match, capsys):
         (("--dataset", "tsv:pairs.tsv", "--architecture", "rnn"), "rnn"),
         (("--recipe", "real"), "transformer"),
         (("--dataset", "tsv:pairs.tsv", "--recipe", "date"), "rnn"),
+        (("--dataset", "dict:words.dict"), "rnn"),
+        (("--dataset", "cmu_pronouncing_dictionary", "--architecture", "transformer"),
+         "transformer"),
     ],
-)
+)  # fmt: skip
 def test_the_recipe_picks_the_architecture_left_out(extra, architecture):
     """The date task trains the RNN, natural language the Transformer, unless told."""
     args = train.parse_args(list(extra))
@@ -154,6 +157,24 @@ def test_the_recipe_picks_the_architecture_left_out(extra, architecture):
     unsized = ("d_model", "layers") if architecture == "rnn" else ("units", "embedding_dim")
     assert all(getattr(args, flag) is not None for flag in sized)
     assert all(getattr(args, flag) is None for flag in unsized)
+
+
+@pytest.mark.parametrize(
+    "extra, recipe, tokenizers, beam_size",
+    [
+        ((), "date", ("words", "char"), 1),
+        (("--dataset", "tsv:pairs.tsv"), "real", ("unigram", "unigram"), 1),
+        (("--dataset", "dict:words.dict"), "g2p", ("letters", "symbols"), 4),
+        (("--dataset", "cmu_pronouncing_dictionary/stress"), "g2p", ("letters", "symbols"), 4),
+        (("--dataset", "dict:words.dict", "--beam-size", "2"), "g2p", ("letters", "symbols"), 2),
+    ],
+)
+def test_pronunciations_get_the_g2p_recipe(extra, recipe, tokenizers, beam_size):
+    """Letters in, phoneme symbols out, beam search, unless the flags say otherwise."""
+    args = train.parse_args(list(extra))
+    assert args.recipe == recipe
+    assert (args.source_tokenizer, args.target_tokenizer) == tokenizers
+    assert args.beam_size == beam_size
 
 
 def test_attention_flag_takes_and_lists_every_registered_layer(capsys):

@@ -28,4 +28,32 @@ def test_run_vocabularies_save_and_load(tmp_path):
     with pytest.raises(FileNotFoundError, match="no source vocabulary"):
         Vocabularies.load(tmp_path / "missing")
     with pytest.raises(ValueError, match="Expected a tokenizer"):
-        build_vocabularies(examples, source_kind="letters")
+        build_vocabularies(examples, source_kind="phones")
+
+
+def test_letters_and_symbols_vocabularies_save_load_and_round_trip(tmp_path):
+    examples = tf.data.Dataset.from_tensor_slices(
+        {
+            "source": ["Tomato", "to mato", "potato"],
+            "target": ["T AH M EY T OW", "P AH0 T"] * 1 + ["T"],
+        }
+    )
+    vocabs = build_vocabularies(examples, 100, source_kind="letters", target_kind="symbols")
+    vocabs.save(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "source_letters.txt",
+        "target_symbols.txt",
+    ]
+    loaded = Vocabularies.load(tmp_path)
+    assert (loaded.source.kind, loaded.target.kind) == ("letters", "symbols")
+    assert loaded.source.tokens == vocabs.source.tokens
+    # Letters: lower-cased, one token a character, white space one boundary token.
+    assert set(vocabs.source.tokens[4:]) == set("tomap\u2581")
+    ids = loaded.source.encode(tf.constant(["To  Mato", "pot"]))
+    tokens = [[loaded.source.tokens[i] for i in row] for row in ids.to_list()]
+    assert tokens == [["t", "o", "\u2581", "m", "a", "t", "o"], ["p", "o", "t"]]
+    assert loaded.source.decode(ids.to_tensor()).numpy().tolist() == [b"to mato", b"pot"]
+    # Symbols: white-space-separated, case kept (AH0 and AH are two symbols).
+    assert set(vocabs.target.tokens[4:]) == {"T", "AH", "M", "EY", "OW", "P", "AH0"}
+    ids = loaded.target.encode(tf.constant(["P  AH0 T", "t"]))
+    assert loaded.target.decode(ids.to_tensor()).numpy().tolist() == [b"P AH0 T", b"[UNK]"]

@@ -1,0 +1,98 @@
+"""Pronouncing dictionaries: the CMUdict and Phonetisaurus formats.
+
+One entry a line, a word then its phonemes:
+
+* CMUdict 0.7b: ``WORD  PH ON EMES`` (two spaces), ``;;;`` comment lines,
+  alternates numbered ``WORD(1)``, ``WORD(2)``;
+* CMUdict as CMU Sphinx ships it (``cmudict.dict``, the copy bundled in
+  ``examples/nmt/data/cmudict/``): ``word PH ON EMES`` (one space),
+  alternates ``word(2)``, a trailing ``# comment`` on some lines;
+* Phonetisaurus / g2p-seq2seq: ``word<TAB>PH ON EMES``.
+
+``read_pronunciations`` yields ``(word, phonemes)`` pairs, the alternate
+number dropped (an alternate is one more reference of the same word), the
+phonemes joined by single spaces; with ``stress=False`` (the G2P papers'
+setting: 39 phonemes) the stress digits are removed, ``AH0`` -> ``AH``. The
+file may be plain, ``.gz``, ``.bz2`` or ``.xz``. Words keep their case
+(the example's ``letters`` vocabulary lower-cases them).
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import os
+import re
+from collections.abc import Iterator
+
+_OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+_ALTERNATE = re.compile(r"\(\d+\)$")
+# A trailing comment: white space, then "#" (a word may start with "#").
+_COMMENT = re.compile(r"\s#.*$")
+# A stress digit at the end of a phoneme that has letters: AH0, ER1, EY2.
+_STRESS = re.compile(r"(?<=[^\W\d_])\d$")
+
+
+class DictionaryFormatError(ValueError):
+    """A line of a pronouncing dictionary is not ``WORD PH ON EMES``."""
+
+
+def remove_stress(phonemes: str) -> str:
+    """``"P R AH0 N AH2 N S IY0 EY1 SH AH0 N"`` -> ``"P R AH N AH N S IY EY SH AH N"``."""
+    return " ".join(_STRESS.sub("", phoneme) for phoneme in phonemes.split())
+
+
+def parse_line(line: str, where: str = "line") -> tuple[str, str] | None:
+    """``(word, phonemes)`` of one line, or None for a blank or ``;;;`` comment line.
+
+    Raises:
+        DictionaryFormatError: a line without a word and at least one
+            phoneme, naming ``where``.
+    """
+    text = line.strip()
+    if not text or text.startswith(";;;"):
+        return None
+    if "\t" in text:
+        word, _, phonemes = text.partition("\t")
+    else:
+        word, _, phonemes = text.partition(" ")
+    phonemes = _COMMENT.sub("", " " + phonemes).split()
+    word = _ALTERNATE.sub("", word.strip())
+    if not word or not phonemes:
+        raise DictionaryFormatError(
+            f"{where}: expected 'WORD PH ON EMES' (a word, then its phonemes after a tab "
+            f"or spaces). Received: {line.rstrip()[:80]!r}"
+        )
+    return word, " ".join(phonemes)
+
+
+def read_pronunciations(path: str | os.PathLike, stress: bool = False) -> Iterator[tuple[str, str]]:
+    """Yields the ``(word, phonemes)`` entries of a dictionary file, in file order.
+
+    Args:
+        path: a plain, ``.gz``, ``.bz2`` or ``.xz`` dictionary file.
+        stress: keep the stress digits (``AH0``); removed if False.
+
+    Raises:
+        FileNotFoundError: naming the missing file.
+        DictionaryFormatError: naming the file and line of the first
+            malformed or non-UTF-8 line.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no such dictionary file: {path}")
+    opener = _OPENERS.get(os.path.splitext(path)[1], open)
+    with opener(path, "rb") as file:
+        for line_number, raw in enumerate(file, start=1):
+            where = f"{path}, line {line_number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise DictionaryFormatError(f"{where}: not UTF-8 text ({error})") from error
+            if line_number == 1:
+                line = line.removeprefix("\ufeff")
+            entry = parse_line(line, where)
+            if entry is not None:
+                word, phonemes = entry
+                yield word, phonemes if stress else remove_stress(phonemes)

@@ -1,0 +1,55 @@
+"""Pronunciations end to end: a tiny G2P run on a dictionary file, scored by WER and PER."""
+
+import json
+
+import keras
+import pytest
+
+if keras.backend.backend() != "tensorflow":
+    pytest.skip("examples.nmt is TensorFlow-based", allow_module_level=True)
+
+tf = pytest.importorskip("tensorflow")
+
+import tiny  # noqa: E402
+
+from examples.nmt import train  # noqa: E402
+from examples.nmt import translate  # noqa: E402
+
+LETTERS = "abcdefghij"
+PHONEMES = ("AA", "B", "K", "D", "EH", "F", "G", "HH", "IY", "JH")
+
+
+def write_dictionary(path, count=400):
+    """Made-up words whose phonemes spell their letters; a third have an alternate."""
+    lines = [";;; a made-up dictionary, CMU Sphinx format"]
+    for i in range(count):
+        word = "".join(LETTERS[int(d)] for d in f"{i:03d}")
+        phones = " ".join(f"{PHONEMES[int(d)]}1" for d in f"{i:03d}")
+        lines.append(f"{word} {phones}")
+        if i % 3 == 0:
+            lines.append(f"{word}(2) {phones} S")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_g2p_run_scores_wer_and_per_and_answers_phonemes(tmp_path):
+    dictionary = write_dictionary(tmp_path / "words.dict")
+    test_file = write_dictionary(tmp_path / "test.dict", count=12)
+    out = tmp_path / "run"
+    argv = tiny.tiny_args(out, "--test", str(test_file), dataset=f"dict:{dictionary}", examples=600)
+    metrics = train.main(argv)
+    config = json.loads((out / "config.json").read_text())
+    assert config["recipe"] == "g2p" and config["beam_size"] == 4
+    assert (out / "source_letters.txt").exists() and (out / "target_symbols.txt").exists()
+    saved = json.loads((out / "metrics.json").read_text())
+    assert saved == {**saved, **{key: metrics[key] for key in ("wer", "per", "words")}}
+    assert saved["words"] == 12 and saved["examples"] == 16  # 4 of the 12 have alternates
+    assert 0.0 <= saved["wer"] <= 1.0 and 0.0 <= saved["per"]
+    # Both translators answer with upper-case, stress-free phoneme symbols.
+    for keras_model in (False, True):
+        argv = ["--model", str(out), "--beam-size", "2", "abc", "Jihad"]
+        argv += ["--keras"] if keras_model else []
+        results = translate.main(argv)
+        for result in results:
+            tokens = result["translation"].split()
+            assert all(token in PHONEMES + ("S", "[UNK]") for token in tokens), result
