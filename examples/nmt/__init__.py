@@ -5,10 +5,14 @@ Laid out by role; a sentence goes text -> data -> models -> translator:
     train.py, evaluate.py, translate.py: the command lines (parse, call one
         function, exit code); ``python -m examples.nmt.data`` shows a dataset.
     text/: ``special`` (the reserved ids, owned once), ``normalization``
-        (NFKC, word standardization), ``words`` and ``sentencepiece_vocabulary``
-        (the two kinds of vocabulary), ``vocabularies`` (a run's pair).
-    data/: ``sources`` (``load_splits``: TFDS, ``tsv:PATH``, ``folder:PATH``,
-        the default ``date_normalization``), ``tsv``, ``dates`` and
+        (NFKC, word standardization), ``words`` (word, letter and symbol
+        vocabularies) and ``sentencepiece_vocabulary``, ``vocabularies`` (a
+        run's pair).
+    data/: ``sources`` (``load_splits``: TFDS, ``tsv:PATH``, ``dict:PATH``,
+        ``folder:PATH``, the default ``date_normalization``), ``splitting``
+        (source-disjoint hash splits), ``files`` (``tsv:``, ``dict:``,
+        ``--test``), ``tsv``, ``pronunciations`` (dictionary files) and
+        ``pronouncing_dictionary`` (the bundled CMUdict, offline), ``dates`` and
         ``date_normalization`` (the offline date task), ``batching``
         (``make_batches`` -> ``((source_ids, target_in_ids), target_out_ids)``),
         ``statistics`` (batch counts, target unigram prior).
@@ -19,7 +23,7 @@ Laid out by role; a sentence goes text -> data -> models -> translator:
     training/: ``pipeline`` (the whole run), ``fit`` (fit and resume),
         ``checkpointing`` (``RunCheckpoint``), ``recipes``, ``distribution``.
     translator: the one strings -> ids -> search -> strings function.
-    evaluation: BLEU, chrF, exact match and alignment accuracy of a split.
+    evaluation: BLEU, chrF, exact match, alignment accuracy, WER and PER of a split.
     export: the ``translate(strings)`` SavedModel (``translator`` inside).
     runs: a run's folder (names, resume rules, loading, safe writes).
     plots: training curves and attention heat-maps.

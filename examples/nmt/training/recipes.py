@@ -81,7 +81,7 @@ RECIPES = {
         "num_heads": 4,
         "dropout": 0.2,
         "label_smoothing": 0.1,
-        "epochs": 12,
+        "epochs": 8,
         "batch_size": 128,
         "learning_rate": 3e-3,
         "warmup_steps": 300,
