@@ -86,11 +86,11 @@ def band_rule(query_positions, key_positions, offset, left, right):
     """
     first, last = visible_keys(query_positions, offset, left, right)
     keys = key_positions[None, :]
-    allowed = ops.ones((ops.shape(query_positions)[0], ops.shape(key_positions)[0]), "bool")
-    if first is not None:
-        allowed = ops.logical_and(allowed, ops.greater_equal(keys, first[:, None]))
-    if last is not None:
-        allowed = ops.logical_and(allowed, ops.less_equal(keys, last[:, None]))
+    after_first = None if first is None else ops.greater_equal(keys, first[:, None])
+    before_last = None if last is None else ops.less_equal(keys, last[:, None])
+    allowed = combine_masks(after_first, before_last)  # one comparison when causal only
+    if allowed is None:
+        return ops.ones((ops.shape(query_positions)[0], ops.shape(key_positions)[0]), "bool")
     return allowed
 
 
