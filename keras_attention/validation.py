@@ -79,6 +79,33 @@ def rate(owner: str, name: str, value: Any) -> float:
     return float(value)
 
 
+def window(owner: str, name: str, value: Any):
+    """A sliding window: None, a positive int, or a `(left, right)` pair of ints >= 0.
+
+    Returns None, an `int` or a `tuple` of two `int`s (a list, as a `.keras`
+    config stores a tuple, is accepted). A wrong kind of object raises a
+    TypeError, a wrong value a ValueError. Its meaning is
+    `keras_attention.masks.sliding_window_mask`'s.
+    """
+    expected = "None, a positive int or a (left, right) pair of ints >= 0"
+    if value is None:
+        return None
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        if value < 1:
+            fail(owner, name, expected, value)
+        return int(value)
+    if not isinstance(value, (tuple, list)):
+        fail(owner, name, expected, value, error=TypeError)
+    if len(value) != 2:
+        fail(owner, name, expected, value)
+    for side in value:
+        if isinstance(side, bool) or not isinstance(side, numbers.Integral):
+            fail(owner, name, expected, value, error=TypeError)
+        if side < 0:
+            fail(owner, name, expected, value)
+    return int(value[0]), int(value[1])
+
+
 def choice(owner: str, name: str, value: Any, choices: Sequence[str]) -> str:
     """One of the strings in `choices`."""
     if not isinstance(value, str) or value not in choices:

@@ -50,7 +50,8 @@ class AlignmentAttention(BaseAttention):
     alignment_state_keys = ("weights",)
 
     def __init__(self, probability_fn="softmax", seed=None, **kwargs):
-        super().__init__(probability_fn, 0.0, seed, "exact", None, **kwargs)
+        # No sliding `window`: the alignment decides where to look.
+        super().__init__(probability_fn, 0.0, seed, "exact", None, window=None, **kwargs)
 
     @property
     def _state_dtype(self):
@@ -255,6 +256,6 @@ class AlignmentAttention(BaseAttention):
 
     def get_config(self):
         config = super().get_config()
-        for argument in ("dropout", "implementation", "block_size"):
+        for argument in ("dropout", "implementation", "block_size", "window"):
             config.pop(argument)
         return config

@@ -35,6 +35,7 @@ class BahdanauAttention(KernelArgsMixin, BaseAttention):
             copy (a seeded initializer a seed derived per weight), so `W_q`
             and `W_k` never start equal; `v` is initialized as the kernel of
             a `Dense(units -> 1)`, so any kernel initializer applies.
+        window: a sliding window, as in `BaseAttention`.
         **kwargs: base layer arguments.
 
     Call arguments and returns: the contract of `BaseAttention`; the context
@@ -73,9 +74,12 @@ class BahdanauAttention(KernelArgsMixin, BaseAttention):
         bias_regularizer=None,
         kernel_constraint=None,
         bias_constraint=None,
+        window=None,
         **kwargs,
     ):
-        super().__init__(probability_fn, dropout, seed, implementation, block_size, **kwargs)
+        super().__init__(
+            probability_fn, dropout, seed, implementation, block_size, window=window, **kwargs
+        )
         self.units = validation.integer("BahdanauAttention", "units", units)
         self.normalize = bool(normalize)
         self.use_bias = bool(use_bias)

@@ -73,6 +73,14 @@ class BaseAttention(keras.layers.Layer):
             backend's fused kernel where one applies.
         block_size: queries and keys per tile of the chunked path; `None`
             means 512 for dot-product scores and 32 for additive scores.
+        window: a sliding (local, banded) window, on every call and every
+            path: `None` (default: none), a positive int `w` (query at
+            position `p` sees keys `|p - j| < w`; with `use_causal_mask` its
+            `w` most recent keys, itself included) or a `(left, right)` pair
+            (keys `p - left <= j <= p + right`). Query `i` is at position
+            `p = i + Tv - Tq`, as for the causal mask (see
+            `masks.sliding_window_mask`). The chunked path skips the tiles
+            outside the band.
         **kwargs: base `keras.layers.Layer` arguments (`name`, `dtype`, ...).
 
     Call arguments:
@@ -110,6 +118,7 @@ class BaseAttention(keras.layers.Layer):
         seed=None,
         implementation="auto",
         block_size=None,
+        window=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -123,6 +132,7 @@ class BaseAttention(keras.layers.Layer):
             owner, "implementation", implementation, memory_efficient.IMPLEMENTATIONS
         )
         self.block_size = validation.integer(owner, "block_size", block_size, allow_none=True)
+        self.window = validation.window(owner, "window", window)
         if implementation == "chunked" and probability_fn != "softmax":
             validation.fail(
                 owner,
@@ -227,6 +237,7 @@ class BaseAttention(keras.layers.Layer):
             value_mask=value_mask,
             attention_mask=attention_mask,
             use_causal_mask=use_causal_mask,
+            window=self.window,
         )
         dropout = self.dropout if training and self.dropout > 0 else 0.0
         score, query_in, key_in, params = self._score(query_features, key_features)
@@ -237,7 +248,10 @@ class BaseAttention(keras.layers.Layer):
         # positions were zeroed before projection (`project_memory`). The
         # chunked path guards itself.
         guard = path != "chunked" and (
-            use_causal_mask or query_mask is not None or attention_mask is not None
+            use_causal_mask
+            or self.window is not None
+            or query_mask is not None
+            or attention_mask is not None
         )
         if guard:
             key_in, value_features, hits = masks_lib.guard_memory(
@@ -289,6 +303,7 @@ class BaseAttention(keras.layers.Layer):
             masks["use_causal_mask"],
             ops.shape(logits)[-2],
             ops.shape(logits)[-1],
+            masks["window"],
         )  # (B, Tq, Tv)
         if mask is not None and self.has_heads:
             mask = ops.expand_dims(mask, 1)  # (B, 1, Tq, Tv)
@@ -313,6 +328,7 @@ class BaseAttention(keras.layers.Layer):
             use_causal_mask=bool(masks["use_causal_mask"]),
             has_value_mask=masks["value_mask"] is not None,
             has_attention_mask=masks["attention_mask"] is not None,
+            has_window=masks["window"] is not None,
             dropout=dropout,
             device=device,
         )
@@ -394,5 +410,6 @@ class BaseAttention(keras.layers.Layer):
             seed=self.seed,
             implementation=self.implementation,
             block_size=self.block_size,
+            window=self.window,
         )
         return config

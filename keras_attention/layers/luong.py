@@ -36,6 +36,7 @@ class LuongAttention(KernelArgsMixin, BaseAttention):
         bias_regularizer, kernel_constraint, bias_constraint: for `W`, `v`
             (each weight its own copy, a seeded initializer a seed derived
             per weight; `v` initialized as the kernel of a `Dense(units -> 1)`).
+        window: a sliding window, as in `BaseAttention`.
         **kwargs: base layer arguments.
 
     Call arguments and returns: the contract of `BaseAttention`; the context
@@ -73,9 +74,12 @@ class LuongAttention(KernelArgsMixin, BaseAttention):
         bias_regularizer=None,
         kernel_constraint=None,
         bias_constraint=None,
+        window=None,
         **kwargs,
     ):
-        super().__init__(probability_fn, dropout, seed, implementation, block_size, **kwargs)
+        super().__init__(
+            probability_fn, dropout, seed, implementation, block_size, window=window, **kwargs
+        )
         self.score_mode = validation.choice("LuongAttention", "score_mode", score_mode, SCORE_MODES)
         if score_mode == "concat":
             units = validation.integer(

@@ -77,10 +77,11 @@ class LuongLocalPAttention(LuongAttention):
         bias_constraint=None,
         **kwargs,
     ):
+        # No sliding `window`: `window_width` around the predicted p_t is the window.
         super().__init__(
             score_mode, use_scale, units, probability_fn, dropout, seed, "exact", None,
             kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
-            kernel_constraint, bias_constraint, **kwargs,
+            kernel_constraint, bias_constraint, window=None, **kwargs,
         )  # fmt: skip
         owner = "LuongLocalPAttention"
         self.window_width = validation.integer(owner, "window_width", window_width)
@@ -154,7 +155,7 @@ class LuongLocalPAttention(LuongAttention):
 
     def get_config(self):
         config = super().get_config()
-        for argument in ("implementation", "block_size"):
+        for argument in ("implementation", "block_size", "window"):
             config.pop(argument)
         config.update(window_width=self.window_width, position_units=self.position_units)
         return config

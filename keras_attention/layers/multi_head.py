@@ -54,6 +54,9 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         rotary: apply rotary position embeddings to the projected queries
             and keys; needs an even `key_dim`.
         rotary_base: the wavelength base of the rotation (10,000 in RoFormer).
+        window: a sliding window, as in `BaseAttention` (e.g. `window=4096`
+            with `use_causal_mask=True`: Mistral's); `call_with_cache` applies
+            it too, to the cached positions.
         **kwargs: base layer arguments.
 
     Call arguments and returns: the contract of `BaseAttention`; the context
@@ -101,9 +104,12 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         bias_constraint=None,
         rotary=False,
         rotary_base=10000.0,
+        window=None,
         **kwargs,
     ):
-        super().__init__(probability_fn, dropout, seed, implementation, block_size, **kwargs)
+        super().__init__(
+            probability_fn, dropout, seed, implementation, block_size, window=window, **kwargs
+        )
         self.num_heads = validation.integer("MultiHead", "num_heads", num_heads)
         self.key_dim = validation.integer("MultiHead", "key_dim", key_dim)
         self.value_dim = validation.integer("MultiHead", "value_dim", value_dim, allow_none=True)
@@ -236,7 +242,8 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         Projects the `s` new tokens' keys and values (rotated at positions
         `index..index+s-1` with `rotary=True`), writes them into the cache at
         `index` (`ops.slice_update`), and lets token `i` attend to cached
-        positions `<= index + i`. The cache keeps its shape, so a compiled step
+        positions `<= index + i` (with a `window`, only those inside its
+        window). The cache keeps its shape, so a compiled step
         (`tf.function(jit_compile=True)`, `jax.jit`) is traced once. Step-by-step
         outputs equal `layer(x, x, use_causal_mask=True)` row by row.
 
@@ -282,9 +289,14 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         score, query_in, key_in, params = self._score(query, key_cache, query_positions=rows)
         logits = score.logits(score.prepare(query_in), key_in, *params)  # (B, Hkv, G*s, T)
         cached = ops.arange(ops.shape(key_cache)[2], dtype="int32")  # (T,)
-        visible = masks_lib.causal_rule(rows, cached, 0)  # (G*s, T): written and not future
+        # (G*s, T): written, not in the future, and inside the sliding window.
+        visible = masks_lib.band_rule(rows, cached, 0, *masks_lib.key_band(True, self.window))
         masks = dict(
-            query_mask=None, value_mask=None, attention_mask=visible[None], use_causal_mask=False
+            query_mask=None,
+            value_mask=None,
+            attention_mask=visible[None],
+            use_causal_mask=False,
+            window=None,
         )
         dropout = self.dropout if training and self.dropout > 0 else 0.0
         context, _ = self._normalize_and_sum(logits, value_cache, masks, dropout)

@@ -15,8 +15,8 @@ class ScaledDotProduct(BaseAttention):
 
     Args:
         scale: a float multiplying the scores; `None` means `1/√dk`.
-        probability_fn, dropout, seed, implementation, block_size: as in
-            `BaseAttention`.
+        probability_fn, dropout, seed, implementation, block_size, window: as
+            in `BaseAttention`.
         **kwargs: base layer arguments.
 
     Call arguments and returns: the contract of `BaseAttention`, with queries
@@ -43,9 +43,12 @@ class ScaledDotProduct(BaseAttention):
         seed=None,
         implementation="auto",
         block_size=None,
+        window=None,
         **kwargs,
     ):
-        super().__init__(probability_fn, dropout, seed, implementation, block_size, **kwargs)
+        super().__init__(
+            probability_fn, dropout, seed, implementation, block_size, window=window, **kwargs
+        )
         self.scale = validation.number("ScaledDotProduct", "scale", scale, allow_none=True)
 
     def _validate_features(self, query, key, value):

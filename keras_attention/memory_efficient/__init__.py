@@ -19,15 +19,17 @@ Tiles are visited by `keras.ops.fori_loop` (a `tf.while_loop`, a
 `lax.fori_loop`, a Python loop on PyTorch), so the traced graph does not grow
 with the sequence; tile shapes are static, so the sequence lengths must be
 known when the function is traced (padding to whole blocks is masked). Under
-causal masking, tiles wholly in the future are never computed.
+a causal mask or a sliding window, tiles wholly outside the band are never
+computed: a window `w` costs `O(T * w)`, not `O(T²)`.
 
 The scores are those of `keras_attention.scores`, the same objects the exact
 path uses. Masks follow the package's convention (`True` = may attend) and are
 given as pieces, so no `(B, Tq, Tv)` mask is ever built: `query_mask`
 `(B, Tq)`, `value_mask` `(B, Tv)`, `attention_mask` `(B, Tq, Tv)` (already
 quadratic when given), `use_causal_mask` (end-aligned like
-`masks.causal_mask`). A query with nothing to attend to gets a zero context
-and zero gradients, as on the exact path.
+`masks.causal_mask`), `window` (a sliding window, `masks.sliding_window_mask`).
+A query with nothing to attend to gets a zero context and zero gradients, as
+on the exact path.
 
 Modules: `chunked` (the functions), `tiles` (tile geometry, masks and the two
 passes), `dropout` (per-tile dropout masks), `fused` (the backend kernel

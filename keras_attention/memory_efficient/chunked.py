@@ -40,7 +40,7 @@ def chunked_dot_product_attention(query, key, value, *, scale: float | None = No
         value: `(..., Tv, dv)`.
         scale: multiplies the logits; `None` means `1/sqrt(dk)`.
         **options: `query_mask`, `value_mask`, `attention_mask`,
-            `use_causal_mask`, `dropout_rate`, `seed`, `block_size` (default
+            `use_causal_mask`, `window`, `dropout_rate`, `seed`, `block_size` (default
             512), as in `chunked_attention`.
 
     Returns:
@@ -81,6 +81,7 @@ def chunked_attention(
     value_mask=None,
     attention_mask=None,
     use_causal_mask: bool = False,
+    window=None,
     dropout_rate: float = 0.0,
     seed=None,
     block_size: int | None = None,
@@ -98,6 +99,8 @@ def chunked_attention(
         query_mask, value_mask, attention_mask, use_causal_mask: the mask
             pieces described in `keras_attention.memory_efficient` (heads
             share them).
+        window: a sliding window, as in `masks.sliding_window_mask`; tiles
+            wholly outside the band are never computed.
         dropout_rate: fraction of the attention weights dropped.
         seed: int, `keras.random.SeedGenerator` or None, for the dropout.
         block_size: queries and keys per tile; None means 512 for a dot
@@ -110,6 +113,7 @@ def chunked_attention(
         default = {"dot": DEFAULT_DOT_BLOCK_SIZE, "additive": DEFAULT_ADDITIVE_BLOCK_SIZE}
         block_size = default[score.kind]
     block_size = validation.integer("chunked_attention", "block_size", block_size)
+    window = validation.window("chunked_attention", "window", window)
     heads = len(query.shape) == 4
     if not heads:  # (B, T, d) -> (B, 1, T, d)
         query, key, value = (ops.expand_dims(x, 1) for x in (query, key, value))
@@ -123,12 +127,13 @@ def chunked_attention(
         context = ops.zeros((*ops.shape(query)[:-1], ops.shape(value)[-1]), value.dtype)
         return context if heads else ops.squeeze(context, 1)
     masks = dict(query_mask=query_mask, value_mask=value_mask, attention_mask=attention_mask)
-    guard = use_causal_mask or any(mask is not None for mask in masks.values())
+    banded = use_causal_mask or window is not None
+    guard = banded or any(mask is not None for mask in masks.values())
     if guard:  # a NaN where a query may not look must not reach it
         key, value, hits = masks_lib.guard_memory(
-            key, value, tq, use_causal_mask=use_causal_mask, **masks
+            key, value, tq, use_causal_mask=use_causal_mask, window=window, **masks
         )
-    plan = Plan(tq, tv, block_size, bool(use_causal_mask))
+    plan = Plan(tq, tv, block_size, bool(use_causal_mask), window)
     tiles = Tiles(
         score,
         plan,

@@ -129,6 +129,7 @@ def fused_attention_available(
     use_causal_mask: bool = False,
     has_value_mask: bool = False,
     has_attention_mask: bool = False,
+    has_window: bool = False,
     dropout: float = 0.0,
     backend: str | None = None,
     device: str | None = None,
@@ -148,6 +149,9 @@ def fused_attention_available(
     - no dropout, no `value_mask`, no `attention_mask` (as boolean masks the
       kernels turn them into a materialized bias, and a key-less row gives
       NaN); a `query_mask` is fine (applied to the output);
+    - no sliding window (`has_window`): `keras.ops.dot_product_attention`
+      takes one only as such a `(Tq, Tv)` mask; the chunked path skips the
+      tiles outside the band instead;
     - causal only with `Tq == Tv` (the kernels align the triangle to the top
       left, this package to the end; they agree when the lengths are equal).
 
@@ -164,7 +168,7 @@ def fused_attention_available(
         return False
     if not isinstance(head_dim, int) or head_dim % 8 or head_dim > 128:
         return False
-    if dropout or has_value_mask or has_attention_mask:
+    if dropout or has_value_mask or has_attention_mask or has_window:
         return False
     if isinstance(query_length, int) and isinstance(value_length, int):
         if query_length == 0 or value_length == 0:

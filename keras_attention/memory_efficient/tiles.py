@@ -1,7 +1,8 @@
 """The tile layout of the chunked path: its geometry, its masks, its two passes.
 
 A call is cut into `(bq, bk)` tiles of queries and keys. `Plan` holds the
-static geometry and which tiles causality leaves out; `TileMasks` slices the
+static geometry and which tiles the band (causal mask, sliding window)
+leaves out; `TileMasks` slices the
 call's mask pieces per tile (never combining them whole); `Tiles` runs the
 forward pass (online softmax) and the recomputing backward pass with any
 score of `keras_attention.scores`. Tile starts may be tensors (loop indices).
@@ -30,30 +31,68 @@ def _clip(x, low: int, high: int):
 
 
 class Plan:
-    """Static tile sides and counts, and which tiles causality leaves out.
+    """Static tile sides and counts, and which tiles the band leaves out.
 
-    Causality is the package's end-aligned rule (`masks.causal_rule` with
-    offset `Tv - Tq`), here in units of whole tiles.
+    The band is the package's end-aligned rule (`masks.band_rule` with offset
+    `Tv - Tq`, `(left, right)` from `masks.key_band`: causal, a sliding
+    `window`, or both), here in units of whole tiles. Query block `i` visits
+    key blocks `[first_key_block(i), key_blocks(i))`; key block `j` is visited
+    by query blocks `[first_query_block(j), query_blocks(j))`.
     """
 
-    def __init__(self, tq: int, tv: int, block: int, causal: bool):
+    def __init__(self, tq: int, tv: int, block: int, causal: bool, window=None):
         self.tq, self.tv, self.causal, self.offset = tq, tv, causal, tv - tq
+        self.band = masks_lib.key_band(causal, window)
+        self.banded = self.band != (None, None)
         self.bq, self.bk = max(1, min(block, tq)), max(1, min(block, tv))
         self.nq, self.nk = -(-tq // self.bq), -(-tv // self.bk)
         self.padded_tq, self.padded_tv = self.nq * self.bq, self.nk * self.bk
 
+    def _keys_of(self, first_row, last_row):
+        """The first key `first_row` sees and the last key `last_row` sees (None: no bound)."""
+        first, _ = masks_lib.visible_keys(first_row, self.offset, *self.band)
+        _, last = masks_lib.visible_keys(last_row, self.offset, *self.band)
+        return first, last
+
+    def _rows_of(self, first_col, last_col):
+        """The first query that sees `first_col` and the last that sees `last_col`.
+
+        Query `r` sees key `c` iff `r + offset - left <= c <= r + offset +
+        right`, i.e. `c - offset - right <= r <= c - offset + left`: the
+        band of the keys, with the offset negated and the sides swapped.
+        """
+        left, right = self.band
+        first, _ = masks_lib.visible_keys(first_col, -self.offset, right, left)
+        _, last = masks_lib.visible_keys(last_col, -self.offset, right, left)
+        return first, last
+
+    def first_key_block(self, i):
+        """First key block query block `i` may see."""
+        first, _ = self._keys_of(i * self.bq, (i + 1) * self.bq - 1)
+        if first is None:
+            return 0
+        return _clip(_floor_div(first, self.bk), 0, self.nk)
+
     def key_blocks(self, i):
-        """Number of key blocks query block `i` may see: blocks `[0, n)`."""
-        if not self.causal:
+        """One past the last key block query block `i` may see."""
+        _, last = self._keys_of(i * self.bq, (i + 1) * self.bq - 1)
+        if last is None:
             return self.nk
-        last_row = (i + 1) * self.bq - 1  # sees keys up to last_row + offset
-        return _clip(_floor_div(last_row + self.offset, self.bk) + 1, 0, self.nk)
+        return _clip(_floor_div(last, self.bk) + 1, 0, self.nk)
 
     def first_query_block(self, j):
-        """First query block that may see key block `j`: blocks `[n, nq)`."""
-        if not self.causal:
+        """First query block that may see key block `j`."""
+        first, _ = self._rows_of(j * self.bk, (j + 1) * self.bk - 1)
+        if first is None:
             return 0
-        return _clip(_floor_div(j * self.bk - self.offset, self.bq), 0, self.nq)
+        return _clip(_floor_div(first, self.bq), 0, self.nq)
+
+    def query_blocks(self, j):
+        """One past the last query block that may see key block `j`."""
+        _, last = self._rows_of(j * self.bk, (j + 1) * self.bk - 1)
+        if last is None:
+            return self.nq
+        return _clip(_floor_div(last, self.bq) + 1, 0, self.nq)
 
 
 class TileMasks:
@@ -76,7 +115,7 @@ class TileMasks:
         self.pairs = prepare(attention_mask, [(0, pad_q), (0, pad_k)], (1,))  # (B, 1, Tq', Tv')
         self.ragged_keys = pad_k > 0 and value_mask is None
         self.any = (
-            plan.causal
+            plan.banded
             or self.ragged_keys
             or any(m is not None for m in (query_mask, value_mask, attention_mask))
         )
@@ -95,8 +134,10 @@ class TileMasks:
         ]
         if self.ragged_keys:
             parts.append(ops.less(cols, self.plan.tv)[None, None, None])
-        if self.plan.causal:
-            parts.append(masks_lib.causal_rule(rows, cols, self.plan.offset)[None, None])
+        if self.plan.banded:
+            parts.append(
+                masks_lib.band_rule(rows, cols, self.plan.offset, *self.plan.band)[None, None]
+            )
         return masks_lib.combine_masks(*parts)
 
 
@@ -165,7 +206,9 @@ class Tiles:
                 ops.zeros(batch_heads + (plan.bq,)),
                 ops.zeros(batch_heads + (plan.bq, ops.shape(value)[-1])),
             )
-            running_max, total, acc = ops.fori_loop(0, plan.key_blocks(i), key_block, start)
+            running_max, total, acc = ops.fori_loop(
+                plan.first_key_block(i), plan.key_blocks(i), key_block, start
+            )
             seen = ops.greater(total, 0.0)  # False on rows that see nothing
             safe_total = ops.where(seen, total, 1.0)
             context = acc / safe_total[..., None]  # acc is 0 on unseen rows
@@ -228,8 +271,8 @@ class Tiles:
                 return d_query, d_k + g_k, d_v, tuple(a + b for a, b in zip(d_p, g_p))
 
             carry = (d_query, _zeros_like(k_tile), _zeros_like(v_tile), d_params)
-            first = plan.first_query_block(j)
-            d_query, d_k, d_v, d_params = ops.fori_loop(first, plan.nq, query_block, carry)
+            first, stop = plan.first_query_block(j), plan.query_blocks(j)
+            d_query, d_k, d_v, d_params = ops.fori_loop(first, stop, query_block, carry)
             start = (0, 0, j * plan.bk, 0)
             return (
                 d_query,
