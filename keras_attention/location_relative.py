@@ -14,12 +14,13 @@ longer than those seen in training. Two families:
   from the query (`dynamic_convolution`), and a fixed causal prior filter
   (`beta_binomial_prior`, `prior_logits`).
 
-`shifted` (the `W` shifted copies of the alignment) carries every
-convolution as `W` fused multiply-adds: a per-example filter then costs no
-more than a shared one, with no loop over the batch.
+A shared filter bank (`convolve`, Keras's `Conv1D`) is one matrix product of
+the alignment's `W`-wide windows (`windows`); a per-example filter
+(`dynamic_convolution`) and the prior are `W` fused multiply-adds of the
+shifted alignments (`shifted`), with no loop over the batch.
 
 Shape letters: `B` batch, `Tv` memory positions, `K` mixture components,
-`C` filters, `W` filter width.
+`C` filters (`C_in` channels read), `W` filter width.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import math
 
 import numpy as np
 from keras import ops
+
+from keras_attention import scores
 
 # The smallest scale `σ` of a mixture component: `softplus` underflows to 0
 # for pre-activations below about -100 in float32, and `N(j; μ, 0)` is a 0/0.
@@ -88,9 +91,9 @@ def gmm_alignment(mixture, means, scales, length):
 def shifted(x, width: int, before: int | None = None):
     """The `W` shifted copies of `x` `(B, Tv, ...)` on axis 1: copy `k` is `x[:, j + k - before]`.
 
-    Zero outside the memory. A convolution over the memory axis is then `W`
-    multiply-adds of whole tensors, which XLA fuses into one loop (faster on
-    CPU than gathering `(B, Tv, W)` windows for a matrix product, and a
+    Zero outside the memory. A convolution by per-example filters is then `W`
+    multiply-adds of whole tensors, which XLA fuses into one loop (there is
+    no shared kernel for a matrix product of the `windows` to use, and a
     per-example filter costs no more than a shared one). `before` defaults to
     `(W - 1) // 2`, the centring of Keras's `padding="same"`; `W - 1` makes
     the filter causal (position `j` and the `W - 1` before it).
@@ -103,15 +106,41 @@ def shifted(x, width: int, before: int | None = None):
     return [padded[:, k : k + length] for k in range(width)]
 
 
-def convolve(alignment, kernel):
-    """The static ("same", cross-correlation) convolution of Keras's `Conv1D`.
+def windows(x, width: int, before: int | None = None):
+    """The `W`-wide window of `x` `(B, Tv, ...)` at each position: `(B, Tv, W, ...)`.
 
-    `alignment` `(B, Tv)`, `kernel` `(W, C)`: `(B, Tv, C)`, no bias.
+    `out[:, j, k] = x[:, j + k - before]`, zero outside the memory: the
+    `shifted` copies side by side, gathered at once from the padded `x`
+    (one gather; stacking the `W` slices is slower under XLA on CPU).
+    """
+    x = ops.convert_to_tensor(x)
+    before = (width - 1) // 2 if before is None else before
+    padding = ((0, 0), (before, width - 1 - before)) + ((0, 0),) * (len(x.shape) - 2)
+    padded = ops.pad(x, padding)  # (B, Tv + W - 1, ...)
+    index = ops.arange(ops.shape(x)[1])[:, None] + ops.arange(width)[None]  # (Tv, W)
+    return ops.take(padded, index, axis=1)  # (B, Tv, W, ...)
+
+
+def convolve(alignment, kernel):
+    """The static ("same", cross-correlation) convolution of Keras's `Conv1D`, no bias.
+
+    `alignment` `(B, Tv)` with `kernel` `(W, C)`, or `(B, Tv, C_in)` with
+    `kernel` `(W, C_in, C)` (a `Conv1D` kernel): `(B, Tv, C)`, computed in
+    the kernel's dtype as one rank-2 matrix product of the windows
+    `(B * Tv, W * C_in)` by the kernel `(W * C_in, C)`. On CPU that is
+    faster than Keras's convolution for the few channels an alignment has,
+    and than `W` multiply-adds of the shifted copies when `C` is large; a
+    rank-2 product is a plain `MatMul`, whose gradient XLA compiles inside a
+    while loop (a Tensordot's it cannot).
     """
     kernel = ops.convert_to_tensor(kernel)
     alignment = ops.cast(alignment, kernel.dtype)
-    copies = shifted(alignment, kernel.shape[0])  # W x (B, Tv)
-    return sum(copy[..., None] * kernel[k] for k, copy in enumerate(copies))  # (B, Tv, C)
+    if len(alignment.shape) == 2:
+        alignment, kernel = alignment[..., None], kernel[:, None]  # (B, Tv, 1), (W, 1, C)
+    width, channels = kernel.shape[0], kernel.shape[1]
+    taps = ops.reshape(windows(alignment, width), (-1, width * channels))  # (B*Tv, W*C_in)
+    flat = scores.matmul(taps, ops.reshape(kernel, (width * channels, -1)))  # (B*Tv, C)
+    return ops.reshape(flat, (ops.shape(alignment)[0], ops.shape(alignment)[1], -1))  # (B, Tv, C)
 
 
 def dynamic_convolution(alignment, filters):

@@ -105,6 +105,36 @@ def test_prior_and_convolutions_match_explicit_loops(rng):
     )
 
 
+@pytest.mark.parametrize("width", [1, 4, 7, 12])
+def test_windows_and_the_channel_convolution_match_explicit_loops(width, rng):
+    # LocationSensitiveAttention's filters: Conv1D kernels (W, C_in, C) over two channels,
+    # even widths included (one more position after than before, as Keras pads them).
+    alignment = rng.dirichlet(np.ones(9), size=(3, 2)).transpose(0, 2, 1).astype("float32")
+    before = (width - 1) // 2
+    got = to_numpy(location_relative.windows(alignment, width))  # (B, Tv, W, C_in)
+    assert got.shape == (3, 9, width, 2)
+    for j in range(9):
+        for k in range(width):
+            source = j + k - before
+            want = alignment[:, source] if 0 <= source < 9 else np.zeros((3, 2))
+            np.testing.assert_array_equal(got[:, j, k], want)
+    kernel = rng.normal(size=(width, 2, 5)).astype("float32")
+    np.testing.assert_allclose(
+        to_numpy(location_relative.convolve(alignment, kernel)),
+        reference.conv1d_same(alignment, kernel),
+        atol=1e-5,
+    )
+    # the product runs in the kernel's dtype: float64 stays float64 (JAX without x64: float32)
+    float64 = keras.backend.standardize_dtype(keras.ops.ones((), "float64").dtype)
+    filtered = location_relative.convolve(alignment, kernel.astype("float64"))
+    assert keras.backend.standardize_dtype(filtered.dtype) == float64
+    np.testing.assert_allclose(
+        to_numpy(filtered),
+        reference.conv1d_same(alignment, kernel),
+        atol=1e-12 if float64 == "float64" else 1e-5,
+    )
+
+
 # ------------------------------------------------------------------ stepwise modes
 def test_stepwise_auto_mode_is_soft_in_training_and_hard_otherwise(rng):
     q, v = _inputs(rng)

@@ -35,3 +35,20 @@ def test_model_saved_by_0_1_0_loads_and_agrees():
         np.testing.assert_allclose(
             to_numpy(output), data[f"output_{index}"], rtol=1e-5, atol=1e-5, err_msg=str(index)
         )
+
+
+@pytest.mark.skipif(
+    tuple(int(part) for part in keras.__version__.split(".")[:2]) < SAVED_WITH,
+    reason="the fixture was written by Keras 3.15 (Conv1D and Dense configs older Keras rejects)",
+)
+def test_location_sensitive_model_saved_before_the_windowed_product_agrees():
+    # tests/fixtures/make_location_sensitive.py wrote both files with the code that
+    # still ran the location filters as a Conv1D and then a Dense.
+    model = keras.saving.load_model(os.path.join(FIXTURES, "location_sensitive.keras"))
+    data = np.load(os.path.join(FIXTURES, "location_sensitive.npz"))
+    outputs = model([data["query"], data["memory"]])
+    assert len(outputs) == 6
+    for index, output in enumerate(outputs):
+        np.testing.assert_allclose(
+            to_numpy(output), data[f"output_{index}"], rtol=1e-5, atol=1e-6, err_msg=str(index)
+        )
