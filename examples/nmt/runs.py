@@ -50,12 +50,14 @@ OUTPUTS = (
     "attention_*.png",
     "attention_*.html",
     "saved_model",
+    "long_inputs.json",
+    "long_inputs.png",
     "backup",
     "logs",
     "checkpoint.weights.h5",
 )
 # Flags added since a run's config.json may have been written, with the value they had.
-ADDED_FLAGS = {"architecture": "rnn", "test": None, "keep_stress": False}
+ADDED_FLAGS = {"architecture": "rnn", "test": None, "keep_stress": False, "join_words": None}
 # Flags that may change between a run and its resumption.
 RESUME_IRRELEVANT = frozenset(
     {

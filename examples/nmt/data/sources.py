@@ -44,6 +44,7 @@ import tensorflow_datasets as tfds
 from examples.nmt import cli
 from examples.nmt.data import date_normalization
 from examples.nmt.data import files
+from examples.nmt.data import joined_words
 from examples.nmt.data import pronouncing_dictionary
 from examples.nmt.data import pronunciations
 from examples.nmt.data.splitting import SPLITS
@@ -76,6 +77,7 @@ def load_splits(
     download: bool = False,
     test: str | None = None,
     keep_stress: bool = False,
+    join_words: int | None = None,
 ) -> Splits:
     """Loads ``train``, ``validation`` and ``test`` splits of a parallel text.
 
@@ -91,6 +93,10 @@ def load_splits(
         test: a file in the dataset's format to test on (see the module doc).
         keep_stress: keep the stress digits of ``dict:`` dictionaries (and
             of a ``test`` dictionary).
+        join_words: pronunciations only: train and validation examples
+            become joins of 1 to ``join_words`` words
+            (``examples.nmt.data.joined_words.join_split``); test stays one
+            word an example.
 
     Returns:
         ``{"train", "validation", "test"}`` -> ``tf.data.Dataset`` of dicts.
@@ -111,6 +117,14 @@ def load_splits(
     else:
         builder = catalogue_builder(dataset, data_dir, download)
         splits = _builder_splits(builder, source_lang, target_lang, held_out_fraction, test_split)
+    if join_words is not None:
+        if not is_pronunciation(dataset):
+            raise ValueError(
+                "Expected --join-words with a pronunciation dataset (dict:PATH or "
+                f"cmu_pronouncing_dictionary). Received --dataset {dataset}"
+            )
+        for name in ("train", "validation"):
+            splits[name] = joined_words.join_split(splits[name], join_words)
     if max_examples is not None:
         splits = {name: split.take(max_examples) for name, split in splits.items()}
     return {name: splits[name] for name in SPLITS}
@@ -257,6 +271,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "dropped from training",
     )
     parser.add_argument(
+        "--join-words",
+        type=cli.integer_at_least(1),
+        metavar="K",
+        help="pronunciations: train and validate on joins of 1 to K words (phonemes "
+        "separated by |), for long-input tests (python -m examples.nmt.long_inputs)",
+    )
+    parser.add_argument(
         "--keep-stress",
         action="store_true",
         help="keep the stress digits of a dict: dictionary (AH0); removed by default",
@@ -285,6 +306,7 @@ def splits_from_args(args: argparse.Namespace) -> Splits:
         download=getattr(args, "download", False),
         test=getattr(args, "test", None),
         keep_stress=getattr(args, "keep_stress", False),
+        join_words=getattr(args, "join_words", None),
     )
 
 

@@ -1,4 +1,5 @@
-"""Pronunciations end to end: a tiny G2P run on a dictionary file, scored by WER and PER."""
+"""Pronunciations end to end: a tiny G2P run on joined words of a dictionary file, scored by
+WER and PER, then on long inputs."""
 
 import json
 
@@ -12,6 +13,7 @@ tf = pytest.importorskip("tensorflow")
 
 import tiny  # noqa: E402
 
+from examples.nmt import long_inputs  # noqa: E402
 from examples.nmt import train  # noqa: E402
 from examples.nmt import translate  # noqa: E402
 
@@ -36,7 +38,10 @@ def test_g2p_run_scores_wer_and_per_and_answers_phonemes(tmp_path):
     dictionary = write_dictionary(tmp_path / "words.dict")
     test_file = write_dictionary(tmp_path / "test.dict", count=12)
     out = tmp_path / "run"
-    argv = tiny.tiny_args(out, "--test", str(test_file), dataset=f"dict:{dictionary}", examples=600)
+    argv = tiny.tiny_args(
+        out, "--test", str(test_file), "--join-words", "2", dataset=f"dict:{dictionary}",
+        examples=600, max_decode_length=24,
+    )  # fmt: skip
     metrics = train.main(argv)
     config = json.loads((out / "config.json").read_text())
     assert config["recipe"] == "g2p" and config["beam_size"] == 4
@@ -53,3 +58,9 @@ def test_g2p_run_scores_wer_and_per_and_answers_phonemes(tmp_path):
         for result in results:
             tokens = result["translation"].split()
             assert all(token in PHONEMES + ("S", "[UNK]") for token in tokens), result
+    # Long inputs: joins of k test words, scored per k, a JSON file and a plot.
+    results = long_inputs.main(["--model", str(out), "--ks", "1", "3", "--count", "4"])
+    assert sorted(results) == [1, 3]
+    saved = json.loads((out / "long_inputs.json").read_text())
+    assert saved["3"]["words"] == 12 and 0.0 <= saved["3"]["alignment_accuracy"] <= 1.0
+    assert (out / "long_inputs.png").exists()

@@ -1,0 +1,207 @@
+"""Long inputs: word error rate and alignment against input length, for a G2P run.
+
+``python -m examples.nmt.long_inputs --model runs/g2p-joined`` joins k test
+words into one input (``examples.nmt.data.joined_words.long_examples``;
+k = 1, 5, 10, 20, 40 by default, up to ~400 characters), decodes them with
+the run's model, and scores each k (``score_long``):
+
+* ``wer``: the share of words wrong. The output is cut at its ``|``
+  boundary symbols into words; word ``i`` is right if it equals one of the
+  references of input word ``i`` (a missing word is wrong);
+* ``exact_match``: the share of inputs whose every word is right, with no
+  word more;
+* ``alignment_accuracy``: the share of output phonemes (boundaries aside)
+  whose highest-weight source token lies inside the span of the input word
+  they belong to (their word by the output's boundaries; past the last
+  input word, a miss): word-level alignment from gold word boundaries.
+
+The run must have been trained on joins (``--join-words``, so that it
+writes boundaries); the test split is the run's own (``--dataset``,
+``--test`` as in training). Writes ``long_inputs.json`` and
+``long_inputs.png`` (WER and alignment against k) into ``--model``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import argparse
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from examples.nmt import cli
+from examples.nmt import runs
+from examples.nmt.data.joined_words import BOUNDARY
+from examples.nmt.data.joined_words import LongExample
+from examples.nmt.data.joined_words import long_examples
+
+DEFAULT_KS = (1, 5, 10, 20, 40)
+
+
+def split_words(tokens: Sequence[str]) -> list[list[str]]:
+    """Output tokens (``[END]`` excluded) cut at ``BOUNDARY`` into words."""
+    words: list[list[str]] = [[]]
+    for token in tokens:
+        if token == BOUNDARY:
+            words.append([])
+        else:
+            words[-1].append(token)
+    return words
+
+
+def score_long(
+    examples: Sequence[LongExample],
+    outputs: Sequence[dict[str, Any]],
+) -> dict[str, float]:
+    """``wer``, ``exact_match``, ``alignment_accuracy`` and ``words``; see the module doc.
+
+    Args:
+        examples: the inputs (``long_examples``).
+        outputs: one per example: ``target`` tokens (a final ``[END]``
+            ignored) and their ``(T, Ts)`` ``attention`` over the source
+            tokens (``examples.nmt.translator.sentences``).
+    """
+    if len(examples) != len(outputs):
+        raise ValueError(
+            f"Expected one output per example. Received: {len(examples)} examples, "
+            f"{len(outputs)} outputs"
+        )
+    wrong = words = exact = hits = phonemes = 0
+    for example, output in zip(examples, outputs):
+        tokens = [token for token in output["target"] if token != "[END]"]
+        hypothesis = split_words(tokens)
+        right = [
+            index < len(hypothesis) and " ".join(hypothesis[index]) in options
+            for index, options in enumerate(example.references)
+        ]
+        wrong += right.count(False)
+        words += len(right)
+        exact += all(right) and len(hypothesis) == len(example.references)
+        attention = np.asarray(output["attention"])
+        word = 0
+        for step, token in enumerate(tokens):
+            if token == BOUNDARY:
+                word += 1
+                continue
+            phonemes += 1
+            if word < len(example.spans) and step < len(attention):
+                start, end = example.spans[word]
+                hits += start <= int(attention[step].argmax()) < end
+    return {
+        "wer": wrong / max(words, 1),
+        "exact_match": exact / max(len(examples), 1),
+        "alignment_accuracy": hits / max(phonemes, 1),
+        "words": words,
+    }
+
+
+def evaluate_long(
+    model: Any,
+    vocabularies: Any,
+    pairs: Sequence[tuple[str, str]],
+    ks: Sequence[int] = DEFAULT_KS,
+    count: int = 200,
+    beam_size: int = 1,
+    batch_size: int = 64,
+    seed: int = 0,
+) -> dict[int, dict[str, float]]:
+    """Scores of ``count`` joins of ``k`` words of ``pairs``, for each ``k`` in ``ks``.
+
+    Sources and outputs are allowed as many tokens as the longest join
+    needs (its letters; three tokens a letter, one a boundary, for the
+    output).
+    """
+    import tensorflow as tf  # noqa: PLC0415
+
+    from examples.nmt import translator  # noqa: PLC0415
+
+    results = {}
+    for k in ks:
+        examples = long_examples(pairs, k, count, seed)
+        max_source = max(example.spans[-1][1] for example in examples)
+        max_output = 3 * max_source + k + 1
+        translate = translator.translate_fn(
+            model,
+            vocabularies,
+            max_length=max_output,
+            max_source_length=max_source,
+            beam_size=beam_size,
+        )
+        outputs: list[dict[str, Any]] = []
+        for start in range(0, len(examples), batch_size):
+            batch = [example.source for example in examples[start : start + batch_size]]
+            outputs += translator.sentences(translate(tf.constant(batch)))
+        results[k] = {**score_long(examples, outputs), "max_source_tokens": max_source}
+        print(f"k={k}: " + json.dumps(results[k], sort_keys=True))
+    return results
+
+
+def plot_long(results: dict[int, dict[str, float]], path: str, title: str = "") -> str:
+    """WER and alignment accuracy against k, one figure."""
+    from examples.nmt.plots import _pyplot  # noqa: PLC0415
+
+    plt = _pyplot()
+    ks = sorted(results)
+    figure, axis = plt.subplots(figsize=(5, 3.2))
+    axis.plot(ks, [100 * results[k]["wer"] for k in ks], "o-", label="WER %")
+    axis.plot(ks, [100 * results[k]["alignment_accuracy"] for k in ks], "s--", label="alignment %")
+    axis.set_xscale("log")
+    axis.set_xticks(ks, [str(k) for k in ks])
+    axis.set_xlabel("words per input (k)")
+    axis.set_ylim(0, 100)
+    axis.legend()
+    axis.set_title(title)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def main(argv: Sequence[str] | None = None) -> dict[int, dict[str, float]]:
+    """Scores a G2P run trained on joined words on inputs of k test words."""
+    from examples.nmt.data import sources  # noqa: PLC0415  (TensorFlow)
+
+    parser = argparse.ArgumentParser(
+        prog="python -m examples.nmt.long_inputs", description=main.__doc__
+    )
+    parser.add_argument("--model", default="runs/nmt", help="a train.py output dir")
+    parser.add_argument("--ks", type=cli.integer_at_least(1), nargs="+", default=DEFAULT_KS)
+    parser.add_argument(
+        "--count", type=cli.integer_at_least(1), default=200, help="inputs for each k"
+    )
+    parser.add_argument("--beam-size", type=cli.integer_at_least(1), default=1)
+    parser.add_argument("--batch-size", type=cli.integer_at_least(1), default=64)
+    args = parser.parse_args(argv)
+    cli.require_tensorflow_backend()
+    config = runs.load_config(args.model)
+    if config is None:
+        cli.fail(parser.prog, f"no run in {args.model} (no {runs.CONFIG})")
+    if not sources.is_pronunciation(config["dataset"]):
+        cli.fail(parser.prog, f"the run in {args.model} is not a pronunciation run")
+    try:
+        model, vocabularies = runs.load_run(args.model)
+        run_args = argparse.Namespace(**{**config, "join_words": None})
+        split = sources.splits_from_args(run_args)["test"]
+    except (OSError, ValueError, cli.RunError) as error:
+        cli.fail(parser.prog, str(error))
+    pairs = [(e["source"].decode(), e["target"].decode()) for e in split.as_numpy_iterator()]
+    results = evaluate_long(
+        model, vocabularies, pairs, args.ks, args.count, args.beam_size, args.batch_size
+    )
+    runs.write_json(
+        {str(k): value for k, value in results.items()},
+        os.path.join(args.model, "long_inputs.json"),
+    )
+    title = config.get("attention") or config["architecture"]
+    path = plot_long(results, os.path.join(args.model, "long_inputs.png"), title)
+    print(f"Outputs: {os.path.join(args.model, 'long_inputs.json')}, {path}")
+    return results
+
+
+if __name__ == "__main__":
+    main()

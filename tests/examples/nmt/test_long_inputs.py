@@ -1,0 +1,46 @@
+"""Scoring long inputs: word error rate, exact match and word-level alignment."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tensorflow")
+
+from examples.nmt import long_inputs
+from examples.nmt.data.joined_words import LongExample
+
+
+def one_hot(positions, width):
+    attention = np.zeros((len(positions), width))
+    attention[np.arange(len(positions)), positions] = 1.0
+    return attention
+
+
+def test_score_long_on_a_constructed_case():
+    # "to be" (letters t o ▁ b e: spans (0, 2) and (3, 5)); "be" has two references.
+    first = LongExample("to be", (("T UW",), ("B IY", "B EY")), ((0, 2), (3, 5)))
+    second = LongExample("be to", (("B IY",), ("T UW",)), ((0, 2), (3, 5)))
+    outputs = [
+        # Both words right (the second against its alternate); the phonemes
+        # look at 0, 1 | 4 (in span) and 2 (the boundary token: a miss).
+        {
+            "target": ["T", "UW", "|", "B", "EY", "[END]"],
+            "attention": one_hot([0, 1, 4, 3, 2, 0], 5),
+        },
+        # One word only: the second is missing; one phoneme of two in span.
+        {"target": ["B", "IY", "[END]"], "attention": one_hot([1, 4, 0], 5)},
+    ]
+    scores = long_inputs.score_long([first, second], outputs)
+    assert scores["words"] == 4
+    assert scores["wer"] == pytest.approx(1 / 4)
+    assert scores["exact_match"] == pytest.approx(1 / 2)
+    assert scores["alignment_accuracy"] == pytest.approx((3 + 1) / (4 + 2))
+    # A word more than the input: its words are right, the input is not exact.
+    extra = {"target": ["B", "IY", "|", "T", "UW", "|", "T"], "attention": one_hot([0] * 7, 5)}
+    scores = long_inputs.score_long([second], [extra])
+    assert scores["wer"] == 0.0 and scores["exact_match"] == 0.0
+    with pytest.raises(ValueError, match="one output per example"):
+        long_inputs.score_long([first], [])
+
+
+def test_split_words_cuts_at_boundaries():
+    assert long_inputs.split_words(["A", "|", "B", "C", "|"]) == [["A"], ["B", "C"], []]
