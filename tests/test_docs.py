@@ -1,7 +1,8 @@
 """Every Python code block in README.md and docs/**/*.md runs, so the docs cannot rot.
 
 Blocks of one page run in order in one namespace, in a temporary folder.
-A page's blocks that import TensorFlow run only on the TensorFlow backend.
+A page's blocks that import TensorFlow or the NMT example (``examples.``,
+TensorFlow-based) run only on the TensorFlow backend.
 A block directly preceded by the line `<!-- no-test -->` (for code that
 trains for minutes) is only compiled, so it still has to be valid Python.
 """
@@ -27,7 +28,10 @@ def test_code_blocks_run(page, tmp_path, monkeypatch):
         code = compile(block, f"{page.name} block {number}", "exec")
         if no_test:
             continue
-        if "import tensorflow" in block and keras.backend.backend() != "tensorflow":
+        needs_tensorflow = "import tensorflow" in block or re.search(
+            r"^\s*(from|import) examples\.", block, re.M
+        )
+        if needs_tensorflow and keras.backend.backend() != "tensorflow":
             continue
         exec(code, namespace)  # noqa: S102 - our own documentation
 
