@@ -208,3 +208,14 @@ def test_is_pronunciation():
     assert sources.is_pronunciation("cmu_pronouncing_dictionary/stress")
     assert not sources.is_pronunciation("tsv:x.txt")
     assert not sources.is_pronunciation("date_normalization")
+
+
+def test_join_words_is_for_pronunciations_only(tmp_path):
+    tsv = write(tmp_path / "pairs.txt", [f"English {i}.\tAutre {i} ." for i in range(400)])
+    with pytest.raises(ValueError, match="Expected --join-words with a pronunciation dataset"):
+        sources.load_splits(f"tsv:{tsv}", join_words=2)
+    path = write(tmp_path / "words.dict", word_list(600))
+    splits = sources.load_splits(f"dict:{path}", join_words=3)
+    sizes = {len(source.split()) for source in texts(splits["train"])}
+    assert sizes == {1, 2, 3}
+    assert {len(source.split()) for source in texts(splits["test"])} == {1}  # test: one word
