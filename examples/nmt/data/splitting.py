@@ -113,11 +113,12 @@ def check_split_sizes(
         name: int(((buckets >= index * width) & (buckets < (index + 1) * width)).sum())
         for index, name in enumerate(held_out)
     }
-    counts["train"] = len(sources) - sum(counts.values())
+    counts = {"training": len(sources) - sum(counts.values()), **counts}
     if min(counts.values()) == 0:
-        sizes = ", ".join(f"{count} {name}" for name, count in counts.items())
+        sizes = [f"{count} {name}" for name, count in counts.items()]
+        sizes = ", ".join(sizes[:-1]) + f" and {sizes[-1]}"
         raise TsvFormatError(
-            f"{path}: {len(sources)} examples give {sizes} examples; every split needs one "
+            f"{path}: {len(sources)} sentence pairs give {sizes} examples; every split needs one "
             f"({' and '.join(held_out)} each take ~{fraction:.0%} of the distinct sources, by "
             "hash): use a larger file"
         )
