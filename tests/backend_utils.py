@@ -36,3 +36,25 @@ def value_and_grad(fn, *args):
     else:
         raise RuntimeError(f"no gradient helper for backend {backend}")
     return to_numpy(value), [to_numpy(g) for g in grads]
+
+
+def compiled_value_and_grad(fn, *args):
+    """`value_and_grad`, compiled on JAX (eager JAX retraces every loop)."""
+    if keras.backend.backend() != "jax":
+        return value_and_grad(fn, *args)
+    import jax
+
+    value, grads = jax.jit(jax.value_and_grad(fn, argnums=tuple(range(len(args)))))(*args)
+    return to_numpy(value), [to_numpy(g) for g in grads]
+
+
+def layer_value_and_grads(layer, q, v, k, call_kwargs):
+    """A fixed weighted sum of `layer(q, v, key=k)` and its gradients to inputs and weights."""
+    weights = [w.value for w in layer.trainable_weights]
+
+    def loss(q, v, k, *weights):
+        out, _ = layer.stateless_call(list(weights), [], q, v, key=k, **call_kwargs)
+        out = keras.ops.cast(out, "float32")
+        return keras.ops.sum(out * keras.ops.cos(keras.ops.cumsum(keras.ops.ones_like(out), -2)))
+
+    return compiled_value_and_grad(loss, q, v, k, *weights)

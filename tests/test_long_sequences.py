@@ -7,8 +7,9 @@ tiles, fully masked rows, end-aligned causal masks and skipped future tiles.
 import keras
 import numpy as np
 import pytest
+from backend_utils import compiled_value_and_grad
+from backend_utils import layer_value_and_grads
 from backend_utils import to_numpy
-from backend_utils import value_and_grad
 
 from keras_attention import BahdanauAttention
 from keras_attention import LuongAttention
@@ -71,25 +72,8 @@ def _masks(kind, rng, tq, tv):
     raise AssertionError(kind)
 
 
-def _value_and_grad(fn, *args):
-    """`backend_utils.value_and_grad`, compiled on JAX (eager JAX retraces every loop)."""
-    if BACKEND != "jax":
-        return value_and_grad(fn, *args)
-    import jax
-
-    value, grads = jax.jit(jax.value_and_grad(fn, argnums=tuple(range(len(args)))))(*args)
-    return to_numpy(value), [to_numpy(g) for g in grads]
-
-
-def _value_and_grads(layer, q, v, k, call_kwargs):
-    weights = [w.value for w in layer.trainable_weights]
-
-    def loss(q, v, k, *weights):
-        out, _ = layer.stateless_call(list(weights), [], q, v, key=k, **call_kwargs)
-        out = keras.ops.cast(out, "float32")
-        return keras.ops.sum(out * keras.ops.cos(keras.ops.cumsum(keras.ops.ones_like(out), -2)))
-
-    return _value_and_grad(loss, q, v, k, *weights)
+_value_and_grad = compiled_value_and_grad
+_value_and_grads = layer_value_and_grads
 
 
 def _assert_same(exact, chunked):

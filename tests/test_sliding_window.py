@@ -13,8 +13,9 @@ key/value cache.
 import keras
 import numpy as np
 import pytest
+from backend_utils import compiled_value_and_grad
+from backend_utils import layer_value_and_grads
 from backend_utils import to_numpy
-from backend_utils import value_and_grad
 from layer_cases import DK
 from layer_cases import DQ
 from layer_cases import DV
@@ -200,25 +201,8 @@ def test_non_finite_keys_reach_only_the_queries_whose_window_holds_them(rng):
 TQ, TV = 37, 29
 
 
-def _value_and_grad(fn, *args):
-    """`backend_utils.value_and_grad`, compiled on JAX (eager JAX retraces every loop)."""
-    if BACKEND != "jax":
-        return value_and_grad(fn, *args)
-    import jax
-
-    value, grads = jax.jit(jax.value_and_grad(fn, argnums=tuple(range(len(args)))))(*args)
-    return to_numpy(value), [to_numpy(g) for g in grads]
-
-
-def _loss_and_grads(layer, q, v, k, call_kwargs):
-    weights = [w.value for w in layer.trainable_weights]
-
-    def loss(q, v, k, *weights):
-        out, _ = layer.stateless_call(list(weights), [], q, v, key=k, **call_kwargs)
-        out = keras.ops.cast(out, "float32")
-        return keras.ops.sum(out * keras.ops.cos(keras.ops.cumsum(keras.ops.ones_like(out), -2)))
-
-    return _value_and_grad(loss, q, v, k, *weights)
+_value_and_grad = compiled_value_and_grad
+_loss_and_grads = layer_value_and_grads
 
 
 @pytest.mark.parametrize(
