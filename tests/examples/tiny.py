@@ -105,6 +105,17 @@ def write_tfds_metadata(
     builder.info.write_to_directory(builder.data_dir)
 
 
+def finished_run_args(
+    output_dir: str | os.PathLike, *extra: str, data_dir: str | os.PathLike
+) -> list[str]:
+    """The arguments of ``finished_tiny_run`` (tests/examples/conftest.py), ``extra`` last.
+
+    A rerun in a copy of that run with these arguments has the same settings.
+    ``--max-length 24``: test_runs truncates a 30-token sentence.
+    """
+    return tiny_args(output_dir, *extra, data_dir=data_dir, max_length=24)
+
+
 def tiny_args(
     output_dir: str | os.PathLike,
     *extra: str,

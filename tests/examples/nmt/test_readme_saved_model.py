@@ -20,9 +20,6 @@ if keras.backend.backend() != "tensorflow":
 
 pytest.importorskip("tensorflow_text")
 
-import tiny
-
-from examples.nmt import train
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
@@ -48,10 +45,10 @@ def test_the_readme_block_is_the_one_this_test_runs():
     assert block.index("import tensorflow_text") < block.index("tf.saved_model.load(")
 
 
-@pytest.fixture(scope="module")
-def saved_model(date_data_dir, tmp_path_factory):
-    out = tmp_path_factory.mktemp("run")
-    train.main(tiny.tiny_args(out, "--no-evaluate", data_dir=date_data_dir))
+@pytest.fixture
+def saved_model(finished_tiny_run):
+    """The SavedModel of the shared finished tiny run (tests/examples/conftest.py)."""
+    out = finished_tiny_run[0]
     assert (out / "target_sentencepiece.model").exists()  # the SentencePiece op is in the graph
     return out / "saved_model"
 

@@ -28,9 +28,8 @@ ROOT = tiny.ROOT
 
 
 def tiny_args(data_dir, output_dir, *extra):
-    return tiny.tiny_args(
-        output_dir, *extra, data_dir=data_dir, examples=64, units=8, max_length=24
-    )
+    """The settings of the shared finished run, so that reruns in its copies resume."""
+    return tiny.finished_run_args(output_dir, *extra, data_dir=data_dir)
 
 
 def exits_with_usage_error(capsys, function, argv, *needles):
@@ -132,12 +131,10 @@ def test_a_config_from_before_architecture_existed_resumes_as_an_rnn_run(tmp_pat
         runs.prepare_output_dir(transformer, runs.OUTPUTS)
 
 
-@pytest.fixture(scope="module")
-def finished_run(date_data_dir, tmp_path_factory):
-    """A finished tiny run, exported."""
-    out = tmp_path_factory.mktemp("finished") / "run"
-    train.main(tiny_args(date_data_dir, out))
-    return out
+@pytest.fixture
+def finished_run(finished_tiny_run):
+    """The shared finished tiny run (tests/examples/conftest.py), exported: read it or copy it."""
+    return finished_tiny_run[0]
 
 
 def test_blocked_export_keeps_metrics_and_a_rerun_exports_without_training(

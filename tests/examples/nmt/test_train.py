@@ -1,19 +1,15 @@
 """The NMT example's scripts end to end, on tiny configurations.
 
-Train -> export -> reload -> translate; a killed run resumes without losing a
-finished epoch; ``--strategy mirrored`` on two logical CPU devices; a corpus
-with a large target vocabulary is learned (the logits bias starts at the
-log unigram frequencies).
+Train -> export -> reload -> translate; the Transformer's run; the recipe and
+architecture flags; a corpus with a large target vocabulary is learned (the
+logits bias starts at the log unigram frequencies). The fit options (XLA,
+resumption, ``--strategy mirrored``) are in training/test_fit.py.
 """
 
 import csv
 import json
-import os
 import random
 import re
-import subprocess
-import sys
-import textwrap
 
 import keras
 import pytest
@@ -30,19 +26,15 @@ import tiny  # noqa: E402
 
 from examples.nmt import train  # noqa: E402
 from examples.nmt import translate  # noqa: E402
-from examples.nmt.training import pipeline  # noqa: E402
-
-ROOT = tiny.ROOT
 
 
 def tiny_args(data_dir, output_dir, *extra):
     return tiny.tiny_args(output_dir, *extra, data_dir=data_dir)
 
 
-def test_train_export_reload_translate(date_data_dir, tmp_path, capsys):
-    out = tmp_path / "run"
-    metrics = train.main(tiny_args(date_data_dir, out))
-    first_line = capsys.readouterr().out.splitlines()[0]
+def test_train_export_reload_translate(finished_tiny_run, tmp_path):
+    out, metrics, printed = finished_tiny_run  # train.main(tiny.finished_run_args(...))
+    first_line = printed.splitlines()[0]
     assert first_line.startswith("Training on: ")  # the devices, before anything else
     for name in (
         "model.keras",
@@ -188,64 +180,6 @@ def test_attention_flag_takes_and_lists_every_registered_layer(capsys):
         train.parse_args(["--attention", "gaussian"])
     assert error.value.code == 2
     assert "invalid choice: 'gaussian'" in capsys.readouterr().err
-
-
-def test_jit_compile_trains_the_input_feeding_decoder(date_data_dir, tmp_path):
-    """--jit-compile with the default (bahdanau) decoder: XLA compiles the
-    gradient of the attention inside AttentionRNN's while loop."""
-    out = tmp_path / "run"
-    train.main(tiny_args(date_data_dir, out, "--jit-compile", "--no-export", "--no-evaluate"))
-    assert tiny.history_epochs(out) == [0]
-    assert (out / "model.keras").exists()
-
-
-def test_interrupted_run_resumes_after_its_last_finished_epoch(date_data_dir, tmp_path):
-    out = tmp_path / "run"
-    argv = tiny_args(
-        date_data_dir, out, "--epochs", "2", "--decoder", "luong", "--no-export", "--no-evaluate"
-    )
-    with pytest.raises(KeyboardInterrupt):
-        pipeline.train(train.parse_args(argv), extra_callbacks=[tiny.Interrupt(epoch=0)])
-    assert tiny.history_epochs(out) == [0]
-    assert (out / "backup").exists() and not (out / "model.keras").exists()
-    train.main(argv)
-    assert tiny.history_epochs(out) == [0, 1]  # epoch 0 was not trained again
-    assert (out / "model.keras").exists() and not (out / "backup").exists()
-
-
-def test_mirrored_strategy_on_two_logical_cpus(date_data_dir, tmp_path):
-    # Outside the f-string: Python 3.11 allows no quotes of its kind inside it.
-    argv = tiny_args(
-        date_data_dir,
-        tmp_path / "run",
-        "--decoder",
-        "luong",
-        "--strategy",
-        "mirrored",
-        "--no-export",
-        "--no-evaluate",
-    )
-    script = textwrap.dedent(f"""
-        import tensorflow as tf
-        cpu = tf.config.list_physical_devices("CPU")[0]
-        tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-        from examples.nmt import train
-        argv = {argv!r}
-        train.main(argv)
-    """)
-    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "on 2 replicas" in done.stdout
-    assert (tmp_path / "run" / "model.keras").exists()
 
 
 def letters(number: int) -> str:
