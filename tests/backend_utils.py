@@ -48,6 +48,31 @@ def compiled_value_and_grad(fn, *args):
     return to_numpy(value), [to_numpy(g) for g in grads]
 
 
+def outputs_and_grads(fn, *args):
+    """`fn(*args) -> (scalar, outputs)`; returns (outputs, [d scalar / d arg]) as NumPy.
+
+    On JAX the forward pass and its gradient are one compiled program: run
+    eagerly, JAX compiles every op of both once per shape and dtype (a layer's
+    eager call and gradient compile dozens of small programs), which is most
+    of a small test's time there. Any layer ``fn`` calls must be built first.
+    """
+    if keras.backend.backend() != "jax":
+        outputs = []
+
+        def value(*tensors):
+            scalar, out = fn(*tensors)
+            outputs.append(out)
+            return scalar
+
+        _, grads = value_and_grad(value, *args)
+        return keras.tree.map_structure(to_numpy, outputs[0]), grads
+    import jax
+
+    argnums = tuple(range(len(args)))
+    (_, outputs), grads = jax.jit(jax.value_and_grad(fn, argnums=argnums, has_aux=True))(*args)
+    return keras.tree.map_structure(to_numpy, outputs), [to_numpy(g) for g in grads]
+
+
 def layer_value_and_grads(layer, q, v, k, call_kwargs):
     """A fixed weighted sum of `layer(q, v, key=k)` and its gradients to inputs and weights."""
     weights = [w.value for w in layer.trainable_weights]

@@ -11,6 +11,7 @@ import keras
 import numpy as np
 import pytest
 import reference
+from backend_utils import outputs_and_grads
 from backend_utils import to_numpy
 from backend_utils import value_and_grad
 
@@ -371,22 +372,25 @@ def test_sigmoid_noise_acts_in_training_only_and_is_seeded(name, rng):
 )
 def test_fully_masked_memory_gives_zeros_never_nan(name, dtype, rng):
     layer = CASES[name](dtype=dtype)
+    layer.build((None, None, DQ), (None, None, DV), (None, None, DK))
     q, k, v = make_inputs(rng)
     value_mask = np.zeros((2, 6), bool)
     value_mask[0, :2] = True
-    context, weights = layer(q, v, key=k, value_mask=value_mask, return_attention_scores=True)
-    context, weights = to_numpy(context).astype("float32"), to_numpy(weights).astype("float32")
+
+    def loss(query, value):
+        context, weights = layer(
+            query, value, key=k, value_mask=value_mask, return_attention_scores=True
+        )
+        return keras.ops.sum(keras.ops.cast(context, "float32")), (context, weights)
+
+    (context, weights), grads = outputs_and_grads(
+        loss, q.astype(layer.compute_dtype), v.astype(layer.compute_dtype)
+    )
+    context, weights = context.astype("float32"), weights.astype("float32")
     assert np.isfinite(context).all() and np.isfinite(weights).all()
     np.testing.assert_array_equal(context[1], 0.0)
     np.testing.assert_array_equal(weights[1], 0.0)
     np.testing.assert_array_equal(weights[0, :, 2:], 0.0)
-
-    def loss(query, value):
-        return keras.ops.sum(
-            keras.ops.cast(layer(query, value, key=k, value_mask=value_mask), "float32")
-        )
-
-    _, grads = value_and_grad(loss, q.astype(layer.compute_dtype), v.astype(layer.compute_dtype))
     for grad in grads:
         assert np.isfinite(grad.astype("float32")).all()
 
