@@ -83,3 +83,31 @@ def layer_value_and_grads(layer, q, v, k, call_kwargs):
         return keras.ops.sum(out * keras.ops.cos(keras.ops.cumsum(keras.ops.ones_like(out), -2)))
 
     return compiled_value_and_grad(loss, q, v, k, *weights)
+
+
+def compile_and_fit(model, inputs, target, batch_size=4):
+    """One epoch of `model.fit` as a user's pipeline runs it; returns the history.
+
+    On TensorFlow: XLA (``jit_compile=True``) over a ``tf.data`` pipeline whose
+    batch and lengths are None, as a bucketed pipeline gives. (Regression: a
+    rank-3 Dense or matmul inside an RNN loop is a Tensordot whose gradient
+    XLA refused to compile, "must be a compile-time constant".) Elsewhere the
+    backend's default compiled step over the arrays.
+    """
+    on_tensorflow = keras.backend.backend() == "tensorflow"
+    model.compile(
+        "adam",
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=True if on_tensorflow else "auto",
+    )
+    if not on_tensorflow:
+        return model.fit(inputs, target, batch_size=batch_size, epochs=1, verbose=0)
+    import tensorflow as tf
+
+    def forget_static_shapes(x, y):
+        return tuple(tf.ensure_shape(t[:, : tf.shape(t)[1]], (None, None)) for t in x), y
+
+    dataset = tf.data.Dataset.from_tensor_slices((tuple(inputs), target)).batch(batch_size)
+    history = model.fit(dataset.map(forget_static_shapes), epochs=1, verbose=0)
+    model.jit_compile = False  # predict and evaluate: no second XLA compile
+    return history
