@@ -28,10 +28,6 @@ from examples.nmt import train  # noqa: E402
 from examples.nmt import translate  # noqa: E402
 
 
-def tiny_args(data_dir, output_dir, *extra):
-    return tiny.tiny_args(output_dir, *extra, data_dir=data_dir)
-
-
 def test_train_export_reload_translate(finished_tiny_run, tmp_path):
     out, metrics, printed = finished_tiny_run  # train.main(tiny.finished_run_args(...))
     first_line = printed.splitlines()[0]
@@ -79,7 +75,7 @@ def test_train_export_reload_translate(finished_tiny_run, tmp_path):
 
 
 def transformer_args(data_dir, output_dir, *extra):
-    base = tiny_args(data_dir, output_dir, "--architecture", "transformer", *extra)
+    base = tiny.tiny_args(output_dir, "--architecture", "transformer", *extra, data_dir=data_dir)
     at = base.index("--units")
     del base[at : at + 4]  # --units 16 --embedding-dim 8: RNN flags
     return [*base, "--d-model", "16", "--layers", "2", "--ff-dim", "32", "--num-heads", "2"]

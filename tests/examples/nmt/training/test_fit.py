@@ -30,23 +30,28 @@ from examples.nmt.training import pipeline  # noqa: E402
 ROOT = tiny.ROOT
 
 
-def tiny_args(data_dir, output_dir, *extra):
-    return tiny.tiny_args(output_dir, *extra, data_dir=data_dir)
-
-
 def test_jit_compile_trains_the_input_feeding_decoder(date_data_dir, tmp_path):
     """--jit-compile with the default (bahdanau) decoder: XLA compiles the
     gradient of the attention inside AttentionRNN's while loop."""
     out = tmp_path / "run"
-    train.main(tiny_args(date_data_dir, out, "--jit-compile", "--no-export", "--no-evaluate"))
+    train.main(
+        tiny.tiny_args(out, "--jit-compile", "--no-export", "--no-evaluate", data_dir=date_data_dir)
+    )
     assert tiny.history_epochs(out) == [0]
     assert (out / "model.keras").exists()
 
 
 def test_interrupted_run_resumes_after_its_last_finished_epoch(date_data_dir, tmp_path):
     out = tmp_path / "run"
-    argv = tiny_args(
-        date_data_dir, out, "--epochs", "2", "--decoder", "luong", "--no-export", "--no-evaluate"
+    argv = tiny.tiny_args(
+        out,
+        "--epochs",
+        "2",
+        "--decoder",
+        "luong",
+        "--no-export",
+        "--no-evaluate",
+        data_dir=date_data_dir,
     )
     with pytest.raises(KeyboardInterrupt):
         pipeline.train(train.parse_args(argv), extra_callbacks=[tiny.Interrupt(epoch=0)])
@@ -59,8 +64,7 @@ def test_interrupted_run_resumes_after_its_last_finished_epoch(date_data_dir, tm
 
 def test_mirrored_strategy_on_two_logical_cpus(date_data_dir, tmp_path):
     # Outside the f-string: Python 3.11 allows no quotes of its kind inside it.
-    argv = tiny_args(
-        date_data_dir,
+    argv = tiny.tiny_args(
         tmp_path / "run",
         "--decoder",
         "luong",
@@ -68,6 +72,7 @@ def test_mirrored_strategy_on_two_logical_cpus(date_data_dir, tmp_path):
         "mirrored",
         "--no-export",
         "--no-evaluate",
+        data_dir=date_data_dir,
     )
     script = textwrap.dedent(f"""
         import tensorflow as tf
