@@ -357,6 +357,64 @@ def test_sigmoid_noise_acts_in_training_only_and_is_seeded(name, rng):
     np.testing.assert_allclose(to_numpy(twin(q, v, key=k, training=True)), noisy, atol=1e-6)
 
 
+@pytest.mark.parametrize("name", ["bahdanau_monotonic", "stepwise_soft_normalized"])
+def test_noise_given_to_attend_is_added_to_the_energy(name, rng):
+    """`attend(noise=...)`: a constant draw c is the score bias r + c; None draws nothing here."""
+    layer = build_randomized(name, rng, sigmoid_noise=1.0, seed=2)
+    q, k, v = make_inputs(rng)
+    key_features, value_features = layer.project_memory(k, v)
+    state = {key: rng.uniform(size=(2, 6)).astype("float32") for key in layer.alignment_state_keys}
+    shifted = build_randomized(name, rng, sigmoid_noise=1.0, seed=2)
+    shifted.set_weights(layer.get_weights())
+    shifted.score_bias.assign(to_numpy(layer.score_bias.value) + 0.75)
+    noise = np.full((2, 6), 0.75, "float32")
+    given = layer.attend(
+        q[:, 0], key_features, value_features, alignment_state=state, noise=noise,
+        training=True, return_attention_scores=True,
+    )  # fmt: skip
+    expected = shifted.attend(
+        q[:, 0], key_features, value_features, alignment_state=state,
+        return_attention_scores=True,
+    )  # fmt: skip
+    for got, want in zip(given[:2], expected[:2]):
+        np.testing.assert_allclose(to_numpy(got), to_numpy(want), atol=1e-6)
+    drawn = layer.attend(
+        q[:, 0], key_features, value_features, alignment_state=state, training=True,
+        return_attention_scores=True,
+    )  # fmt: skip
+    assert not np.allclose(to_numpy(drawn[1]), to_numpy(given[1]), atol=1e-4)
+
+
+def test_sigmoid_noise_trains_through_attention_rnn_on_every_backend(rng):
+    """fit with noise: drawn before the RNN's loop (JAX refused a draw inside it:
+    UnexpectedTracerError), new at every batch, seeded, and absent in evaluation."""
+    source = rng.integers(1, 20, size=(8, 6)).astype("int32")
+    target = rng.integers(1, 20, size=(8, 5)).astype("int32")
+
+    def losses():
+        source_in = keras.Input((None,), dtype="int32")
+        target_in = keras.Input((None,), dtype="int32")
+        encoded = keras.layers.Embedding(20, 8, mask_zero=True)(source_in)
+        embedded = keras.layers.Embedding(20, 3, mask_zero=True)(target_in)
+        attention = BahdanauMonotonicAttention(5, sigmoid_noise=1.0, seed=3)
+        cell = AttentionRNNCell(keras.layers.GRUCell(DQ), attention, attention_layer_size=5)
+        logits = keras.layers.Dense(20)(AttentionRNN(cell)(embedded, encoded))
+        model = keras.Model([source_in, target_in], logits)
+        model.compile(keras.optimizers.SGD(0.0), "sparse_categorical_crossentropy")
+        draws = np.random.default_rng(7)  # the same weights for both models
+        model.set_weights([draws.normal(size=w.shape).astype(w.dtype) for w in model.get_weights()])
+        trained = [model.train_on_batch([source, target], target) for _ in range(3)]
+        evaluated = [model.evaluate([source, target], target, verbose=0) for _ in range(2)]
+        return np.array(trained), np.array(evaluated)
+
+    trained, evaluated = losses()
+    assert np.isfinite(trained).all()
+    assert len(np.unique(trained)) == 3  # learning rate 0: only the noise differs
+    assert evaluated[0] == evaluated[1] and evaluated[0] not in trained
+    again, _ = losses()
+    np.testing.assert_allclose(again, trained, rtol=1e-6)  # the same seed, the same draws
+
+
 @pytest.mark.parametrize(
     "dtype", ["float32", "float16", "bfloat16", "mixed_float16", "mixed_bfloat16"]
 )

@@ -43,7 +43,7 @@ class AlignmentAttention(BaseAttention):
     and `_alignment(query_features, key_features, mask, state, training,
     noise) -> (weights, new_state)` (one step, `(B, Tv)` float weights);
     optionally `_initial_alignment(zeros, value_mask)` (zeros by default) and
-    `_noise(shape, training)` (random draws of a step, made outside any loop).
+    `draw_noise(shape, training)` (random draws, made outside any loop).
     """
 
     has_alignment_state = True
@@ -95,7 +95,15 @@ class AlignmentAttention(BaseAttention):
     def _alignment(self, query_features, key_features, mask, state, training, noise):
         raise TypeError(f"{type(self).__name__} must override `_alignment`.")
 
-    def _noise(self, shape, training):
+    def draw_noise(self, shape, training=None):
+        """The layer's random draws for steps of `shape` `(..., B, Tv)`, or None.
+
+        None when the layer draws nothing (monotonic attention draws its
+        `sigmoid_noise` in training only). A loop over decoding steps draws
+        them before the loop and passes each step's `(B, Tv)` slice to
+        `attend(..., noise=...)`: JAX cannot advance a `SeedGenerator`
+        inside `lax.scan` (the new seed would leak out of the loop body).
+        """
         return None
 
     def _score(self, query, key):
@@ -155,8 +163,13 @@ class AlignmentAttention(BaseAttention):
         return_attention_scores=False,
         training=None,
         alignment_state=None,
+        noise=None,
     ):
-        """One step from `alignment_state`; returns `(context, [weights,] new_state)`."""
+        """One step from `alignment_state`; returns `(context, [weights,] new_state)`.
+
+        `noise`: this step's slice `(B, Tv)` of `draw_noise`, from a caller
+        that draws outside its loop; None draws it here.
+        """
         if len(query.shape) != 2:
             self._fail(
                 "query",
@@ -167,7 +180,11 @@ class AlignmentAttention(BaseAttention):
         self._refuse_causal(use_causal_mask)
         if alignment_state is None:
             alignment_state = self.initial_alignment_state(key_features, value_mask)
-        shape = (ops.shape(key_features)[0], ops.shape(key_features)[1])  # (B, Tv)
+        if noise is None:
+            shape = (ops.shape(key_features)[0], ops.shape(key_features)[1])  # (B, Tv)
+            noise = self.draw_noise(shape, training)
+        else:
+            noise = ops.cast(noise, self._state_dtype)
         context, weights, state = self._step(
             self._project_query(query),
             key_features,
@@ -177,7 +194,7 @@ class AlignmentAttention(BaseAttention):
             attention_mask,
             alignment_state,
             training,
-            self._noise(shape, training),
+            noise,
         )
         if return_attention_scores:
             return context, weights, state
@@ -194,7 +211,7 @@ class AlignmentAttention(BaseAttention):
         if attention_mask is not None:
             steps["attention_mask"] = ops.moveaxis(ops.cast(attention_mask, "bool"), 1, 0)
         shape = (ops.shape(query)[1], ops.shape(key_features)[0], ops.shape(key_features)[1])
-        noise = self._noise(shape, training)  # (Tq, B, Tv), drawn once outside the loop
+        noise = self.draw_noise(shape, training)  # (Tq, B, Tv), drawn once outside the loop
         if noise is not None:
             steps["noise"] = noise
 

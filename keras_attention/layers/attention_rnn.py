@@ -80,4 +80,10 @@ class AttentionRNN(keras.layers.RNN):
         # `memory_mask` from their Keras masks, never `mask`.
         mask = mask if sequences_mask is None else sequences_mask
         states = self.cell.initial_state(memory, value_mask=memory_mask, cell_state=initial_state)
-        return super().call(sequences, initial_state=states, mask=mask, training=training)
+        # Random draws of every step made here, outside the loop (JAX cannot
+        # draw inside it): they ride in the step inputs.
+        sequences = self.cell.append_step_noise(sequences, memory, training)
+        try:
+            return super().call(sequences, initial_state=states, mask=mask, training=training)
+        finally:
+            self.cell.reset_step_noise()

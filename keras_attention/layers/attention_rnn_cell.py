@@ -64,7 +64,11 @@ class AttentionRNNCell(keras.layers.Layer):
     initial state with `initial_state(value, ...)`, which also computes the
     attention's key/value projections once for the whole sequence, and pass
     it to `keras.layers.RNN(cell)(inputs, initial_state=...)`. The same
-    state drives step-by-step decoding with `cell(x_t, states)`.
+    state drives step-by-step decoding with `cell(x_t, states)`. An
+    attention that draws noise in training (monotonic `sigmoid_noise`)
+    needs `AttentionRNN` on JAX, which draws every step's noise before the
+    loop (`append_step_noise`); a plain `keras.layers.RNN` would draw it
+    inside `lax.scan`, which JAX refuses.
 
     State layout (a flat list): the previous output (what a masked decoder
     step repeats: Keras's RNN on JAX reads it from the first state), the
@@ -147,6 +151,8 @@ class AttentionRNNCell(keras.layers.Layer):
         self.return_attention_weights = bool(return_attention_weights)
         self._memory_shapes = None
         self._state_dims = None
+        self._input_size = None  # the step inputs' feature size, from `build`
+        self._noise_in_inputs = False  # set by `append_step_noise`
         self.attention_dense = None
         if attention_layer_size:
             self.attention_dense = keras.layers.Dense(
@@ -233,6 +239,7 @@ class AttentionRNNCell(keras.layers.Layer):
                 "AttentionRNNCell: call `cell.initial_state(value, ...)` and pass its "
                 "result as `initial_state` before running the cell."
             )
+        self._input_size = input_shape[-1]
         # Sublayers may come back built from their own build configs on reload.
         if not self.cell.built:
             self.cell.build((input_shape[0], input_shape[-1] + self._attention_size))
@@ -361,6 +368,35 @@ class AttentionRNNCell(keras.layers.Layer):
             "to keras.layers.RNN, or call the cell with those states."
         )
 
+    # ------------------------------------------------------------ noise
+    def append_step_noise(self, sequences, memory, training=None):
+        """`sequences` `(B, T, d)` with the attention's draws of each step appended.
+
+        An attention that draws noise in training (monotonic attention's
+        `sigmoid_noise`) would draw it at every step, inside the RNN's loop,
+        which JAX cannot do (a `SeedGenerator` advanced inside `lax.scan`
+        leaks the new seed out of the loop body). `AttentionRNN` calls this
+        before its loop, on every backend: the draws `(B, T, Tv)` ride in
+        the step inputs, one slice a step, and `call` splits them off and
+        hands them to `attend`; `reset_step_noise` ends that. Returns
+        `sequences` unchanged when the attention draws nothing.
+        """
+        self._noise_in_inputs = False
+        if not self._has_alignment:
+            return sequences
+        memory = ops.convert_to_tensor(memory)
+        shape = (ops.shape(sequences)[1], ops.shape(memory)[0], ops.shape(memory)[1])
+        noise = self.attention.draw_noise(shape, training)  # (T, B, Tv) or None
+        if noise is None:
+            return sequences
+        self._noise_in_inputs = True
+        noise = ops.cast(ops.moveaxis(noise, 0, 1), sequences.dtype)  # (B, T, Tv)
+        return ops.concatenate([sequences, noise], -1)
+
+    def reset_step_noise(self):
+        """Step inputs carry no noise again (after the loop `append_step_noise` fed)."""
+        self._noise_in_inputs = False
+
     # ------------------------------------------------------------ step
     def call(self, inputs, states, training=None):
         count = len(self._cell_state_sizes)
@@ -369,13 +405,16 @@ class AttentionRNNCell(keras.layers.Layer):
         cell_states, previous_attention = list(states[1 : count + 1]), states[count + 1]
         flat_keys, flat_values, memory_mask = states[count + 3 : count + 6]
         alignment = dict(zip(self._alignment_keys, states[count + 6 :]))
+        extra = {"alignment_state": alignment} if self._has_alignment else {}
+        if self._noise_in_inputs:  # this step's draws (append_step_noise)
+            inputs, noise = inputs[:, : self._input_size], inputs[:, self._input_size :]
+            extra["noise"] = noise
         key_features = self._restore(flat_keys, "keys")
         value_features = self._restore(flat_values, "values")
         cell_input = ops.concatenate([inputs, ops.cast(previous_attention, inputs.dtype)], -1)
         cell_output, new_cell_states = self.cell(cell_input, cell_states, training=training)
         if not isinstance(new_cell_states, (list, tuple)):
             new_cell_states = [new_cell_states]
-        extra = {"alignment_state": alignment} if self._has_alignment else {}
         attended = self.attention.attend(
             cell_output,
             key_features,

@@ -69,7 +69,7 @@ class MonotonicAttentionBase(KernelArgsMixin, AlignmentAttention):
     def _initial_alignment(self, zeros, value_mask):
         return {"weights": self._first_position(zeros, value_mask)}
 
-    def _noise(self, shape, training):
+    def draw_noise(self, shape, training=None):
         if not training or self.sigmoid_noise == 0:
             return None
         noise = keras.random.normal(shape, dtype=self._state_dtype, seed=self.noise_seed_generator)
