@@ -19,6 +19,7 @@ from examples.nmt import cli
 from examples.nmt import runs
 from examples.nmt.data import sources
 from examples.nmt.evaluation import evaluate
+from examples.nmt.models import rnn
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
@@ -29,12 +30,19 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     parser.add_argument("--model", default="runs/nmt", help="a train.py output dir")
     parser.add_argument("--split", default="test", choices=sources.SPLITS)
     parser.add_argument("--batch-size", type=cli.integer_at_least(1), default=256)
+    parser.add_argument(
+        "--attention-mode",
+        help="decode with the run's monotonic or stepwise attention in this mode "
+        "(e.g. hard, for weights trained soft); the saved model is unchanged",
+    )
     sources.add_arguments(parser)
     cli.add_decoding_arguments(parser)
     args = parser.parse_args(argv)
     cli.require_tensorflow_backend()
     try:
         model, vocabularies = runs.load_run(args.model)
+        if args.attention_mode is not None:
+            rnn.set_attention_mode(model, args.attention_mode)
         split = sources.splits_from_args(args)[args.split]
     except (OSError, ValueError, cli.RunError) as error:
         cli.fail(parser.prog, str(error))

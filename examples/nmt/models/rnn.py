@@ -108,6 +108,25 @@ def make_attention(kind: str, units: int, num_heads: int = 4) -> keras.layers.La
     return ATTENTION_LAYERS[kind](units, num_heads)
 
 
+def set_attention_mode(model: keras.Model, mode: str) -> None:
+    """Decodes with the model's monotonic or stepwise attention in ``mode`` (in memory only).
+
+    For scoring weights trained in one mode in another: ``"hard"`` decoding
+    of a ``monotonic`` run trained ``"parallel"`` (soft), the recipe of
+    Raffel et al. 2017. Raises ValueError for an attention without modes or
+    a mode it does not have.
+    """
+    attention = getattr(model, "attention_layer", None)  # Seq2Seq's; a Transformer has none
+    config = attention.get_config() if attention is not None else {}
+    if "mode" not in config:
+        raise ValueError(
+            "Expected a run whose attention has modes (monotonic, stepwise) for "
+            f"--attention-mode. Received a run with {type(attention).__name__}"
+        )
+    type(attention)(**{**config, "mode": mode})  # ValueError for a mode it lacks
+    attention.mode = mode
+
+
 def _rnn_cell(rnn: str, units: int, name: str) -> keras.layers.Layer:
     cell = {"gru": keras.layers.GRUCell, "lstm": keras.layers.LSTMCell}[rnn]
     return cell(units, name=name)

@@ -17,6 +17,7 @@ import tiny  # noqa: E402
 from examples.nmt.models.decoding import search_start  # noqa: E402
 from examples.nmt.models.rnn import ATTENTIONS  # noqa: E402
 from examples.nmt.models.rnn import make_attention  # noqa: E402
+from examples.nmt.models.rnn import set_attention_mode  # noqa: E402
 from examples.nmt.text import special  # noqa: E402
 from keras_attention import decoding  # noqa: E402
 
@@ -86,6 +87,24 @@ def test_the_alignment_attentions_are_registered():
     assert make_attention("stepwise", 8).mode == "soft"  # decodes soft, as monotonic
     monotonic = make_attention("monotonic", 8)
     assert monotonic.mode == "parallel" and monotonic.sigmoid_noise > 0  # decodes soft
+
+
+def test_set_attention_mode_decodes_hard_with_the_same_weights():
+    """evaluate.py --attention-mode hard: one-hot (or no) weights at each step."""
+    model = tiny_model("monotonic", "bahdanau")
+    soft = tiny.search(model, SOURCE, max_length=5)
+    set_attention_mode(model, "hard")
+    assert model.attention_layer.mode == "hard"
+    state, memory = model.initial_state(SOURCE)
+    for t in range(TARGET_IN.shape[1]):
+        _, state, weights = model.step(TARGET_IN[:, t], state, memory)
+        assert set(np.unique(weights.numpy())) <= {0.0, 1.0}
+    set_attention_mode(model, "parallel")
+    np.testing.assert_array_equal(tiny.search(model, SOURCE, max_length=5).ids, soft.ids)
+    with pytest.raises(ValueError, match="mode"):
+        set_attention_mode(model, "sideways")
+    with pytest.raises(ValueError, match="attention has modes.*BahdanauAttention"):
+        set_attention_mode(tiny_model("bahdanau"), "hard")
 
 
 @pytest.mark.parametrize(
