@@ -56,3 +56,17 @@ def test_figure_script_draws_every_figure(tmp_path):
     committed = {path.name for path in (ROOT / "docs" / "img").glob("*.png")}
     assert {path.name for path in paths} <= committed  # every figure it draws is in docs/img
     assert all(path.stat().st_size > 0 for path in paths)
+
+
+@pytest.mark.slow
+def test_location_figure_script_draws_its_figure(tmp_path):
+    """docs/scripts/location_figures.py, behind docs/img/location_alignments.png, still runs."""
+    pytest.importorskip("matplotlib")
+    spec = importlib.util.spec_from_file_location(
+        "location_figures", ROOT / "docs" / "scripts" / "location_figures.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (path,) = module.main(["--output", str(tmp_path), "--epochs", "1", "--examples", "64"])
+    assert path.name == "location_alignments.png" and path.stat().st_size > 0
+    assert (ROOT / "docs" / "img" / path.name).exists()
