@@ -43,16 +43,21 @@ def test_code_blocks_run(page, tmp_path, monkeypatch):
         exec(code, namespace)  # noqa: S102 - our own documentation
 
 
+def load_script(name):
+    """The module of docs/scripts/NAME.py (not a package: loaded from its file)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "docs" / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.mark.slow
 def test_figure_script_draws_every_figure(tmp_path):
     """docs/scripts/make_figures.py, the script behind docs/img/, still runs."""
     pytest.importorskip("matplotlib")
-    spec = importlib.util.spec_from_file_location(
-        "make_figures", ROOT / "docs" / "scripts" / "make_figures.py"
+    paths = load_script("make_figures").main(
+        ["--output", str(tmp_path), "--epochs", "1", "--examples", "128"]
     )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    paths = module.main(["--output", str(tmp_path), "--epochs", "1", "--examples", "128"])
     committed = {path.name for path in (ROOT / "docs" / "img").glob("*.png")}
     assert {path.name for path in paths} <= committed  # every figure it draws is in docs/img
     assert all(path.stat().st_size > 0 for path in paths)
@@ -62,11 +67,8 @@ def test_figure_script_draws_every_figure(tmp_path):
 def test_location_figure_script_draws_its_figure(tmp_path):
     """docs/scripts/location_figures.py, behind docs/img/location_alignments.png, still runs."""
     pytest.importorskip("matplotlib")
-    spec = importlib.util.spec_from_file_location(
-        "location_figures", ROOT / "docs" / "scripts" / "location_figures.py"
+    (path,) = load_script("location_figures").main(
+        ["--output", str(tmp_path), "--epochs", "1", "--examples", "64"]
     )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    (path,) = module.main(["--output", str(tmp_path), "--epochs", "1", "--examples", "64"])
     assert path.name == "location_alignments.png" and path.stat().st_size > 0
     assert (ROOT / "docs" / "img" / path.name).exists()
