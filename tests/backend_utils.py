@@ -85,20 +85,23 @@ def layer_value_and_grads(layer, q, v, k, call_kwargs):
     return compiled_value_and_grad(loss, q, v, k, *weights)
 
 
-def compile_and_fit(model, inputs, target, batch_size=4):
+def compile_and_fit(model, inputs, target, batch_size=4, xla=True):
     """One epoch of `model.fit` as a user's pipeline runs it; returns the history.
 
-    On TensorFlow: XLA (``jit_compile=True``) over a ``tf.data`` pipeline whose
-    batch and lengths are None, as a bucketed pipeline gives. (Regression: a
-    rank-3 Dense or matmul inside an RNN loop is a Tensordot whose gradient
-    XLA refused to compile, "must be a compile-time constant".) Elsewhere the
-    backend's default compiled step over the arrays.
+    On TensorFlow: a ``tf.data`` pipeline whose batch and lengths are None, as
+    a bucketed pipeline gives, under XLA (``jit_compile=True``) unless ``xla``
+    is false. (Regression: a rank-3 Dense or matmul inside an RNN loop is a
+    Tensordot whose gradient XLA refused to compile, "must be a compile-time
+    constant".) ``xla=False`` is for layers whose step is compiled by XLA with
+    its gradient in a loop elsewhere: the XLA compile of a training step is
+    most of this helper's time (one alignment layer's cell: 17 s against 8 s).
+    Elsewhere the backend's default compiled step over the arrays.
     """
     on_tensorflow = keras.backend.backend() == "tensorflow"
     model.compile(
         "adam",
         keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        jit_compile=True if on_tensorflow else "auto",
+        jit_compile=xla if on_tensorflow else "auto",
     )
     if not on_tensorflow:
         return model.fit(inputs, target, batch_size=batch_size, epochs=1, verbose=0)
