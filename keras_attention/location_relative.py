@@ -16,8 +16,8 @@ longer than those seen in training. Two families:
 
 A shared filter bank (`convolve`, Keras's `Conv1D`) is one matrix product of
 the alignment's `W`-wide windows (`windows`); a per-example filter
-(`dynamic_convolution`) and the prior are `W` fused multiply-adds of the
-shifted alignments (`shifted`), with no loop over the batch.
+(`dynamic_convolution`) is one batched product of the same windows, and the
+prior a weighted sum over them, with no loop over the batch.
 
 Shape letters: `B` batch, `Tv` memory positions, `K` mixture components,
 `C` filters (`C_in` channels read), `W` filter width.
@@ -88,30 +88,14 @@ def gmm_alignment(mixture, means, scales, length):
 # ----------------------------------------------------------------------------
 # Convolutions over the memory axis, and dynamic convolution attention.
 # ----------------------------------------------------------------------------
-def shifted(x, width: int, before: int | None = None):
-    """The `W` shifted copies of `x` `(B, Tv, ...)` on axis 1: copy `k` is `x[:, j + k - before]`.
-
-    Zero outside the memory. A convolution by per-example filters is then `W`
-    multiply-adds of whole tensors, which XLA fuses into one loop (there is
-    no shared kernel for a matrix product of the `windows` to use, and a
-    per-example filter costs no more than a shared one). `before` defaults to
-    `(W - 1) // 2`, the centring of Keras's `padding="same"`; `W - 1` makes
-    the filter causal (position `j` and the `W - 1` before it).
-    """
-    x = ops.convert_to_tensor(x)
-    before = (width - 1) // 2 if before is None else before
-    padding = ((0, 0), (before, width - 1 - before)) + ((0, 0),) * (len(x.shape) - 2)
-    padded = ops.pad(x, padding)  # (B, Tv + W - 1, ...)
-    length = ops.shape(x)[1]
-    return [padded[:, k : k + length] for k in range(width)]
-
-
 def windows(x, width: int, before: int | None = None):
     """The `W`-wide window of `x` `(B, Tv, ...)` at each position: `(B, Tv, W, ...)`.
 
-    `out[:, j, k] = x[:, j + k - before]`, zero outside the memory: the
-    `shifted` copies side by side, gathered at once from the padded `x`
-    (one gather; stacking the `W` slices is slower under XLA on CPU).
+    `out[:, j, k] = x[:, j + k - before]`, zero outside the memory, gathered at
+    once from the padded `x` (one gather; stacking the `W` slices is slower
+    under XLA on CPU). `before` defaults to `(W - 1) // 2`, the centring of
+    Keras's `padding="same"`; `W - 1` makes the window causal (position `j`
+    and the `W - 1` before it).
     """
     x = ops.convert_to_tensor(x)
     before = (width - 1) // 2 if before is None else before
@@ -147,14 +131,16 @@ def dynamic_convolution(alignment, filters):
     """A "same" convolution by filters of each example's own: `(B, Tv), (B, C, W) -> (B, Tv, C)`.
 
     `out[b, j, c] = Σ_k filters[b, c, k] · alignment[b, j + k - (W - 1) // 2]`:
-    `W` multiply-adds of the shifted alignments by each example's taps, with
-    no loop over the batch.
+    one batched matrix product of each example's `windows` `(Tv, W)` by its
+    filters `(W, C)`, with no loop over the batch. (Written as `W`
+    multiply-adds of shifted copies it was ~20 ops a step, and several times
+    that with the gradient: in a training RNN's loop, run op by op, that cost
+    more than the arithmetic.)
     """
     filters = ops.convert_to_tensor(filters)
     alignment = ops.cast(alignment, filters.dtype)
-    copies = shifted(alignment, filters.shape[-1])  # W x (B, Tv)
-    taps = [filters[:, None, :, k] for k in range(len(copies))]  # W x (B, 1, C)
-    return sum(copy[..., None] * tap for copy, tap in zip(copies, taps))  # (B, Tv, C)
+    taps = windows(alignment, filters.shape[-1])  # (B, Tv, W)
+    return ops.matmul(taps, ops.swapaxes(filters, 1, 2))  # (B, Tv, C)
 
 
 def beta_binomial_prior(length: int, alpha: float, beta: float) -> np.ndarray:
@@ -186,6 +172,8 @@ def prior_logits(alignment, prior, floor: float = PRIOR_FLOOR):
     returns `(B, Tv)` in the alignment's dtype.
     """
     alignment = ops.convert_to_tensor(alignment)
-    copies = shifted(alignment, len(prior), before=len(prior) - 1)  # α[j - L + 1], ..., α[j]
-    filtered = sum(float(tap) * copy for tap, copy in zip(np.asarray(prior)[::-1], copies))
+    length = len(prior)
+    taps = windows(alignment, length, before=length - 1)  # (B, Tv, L): α[j - L + 1], ..., α[j]
+    kernel = ops.convert_to_tensor(np.asarray(prior, "float64")[::-1].copy(), alignment.dtype)
+    filtered = ops.sum(taps * kernel, axis=-1)  # (B, Tv)
     return ops.log(ops.maximum(filtered, floor))  # (B, Tv)
