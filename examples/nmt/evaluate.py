@@ -1,8 +1,11 @@
 """Scores a saved run on a split: ``python -m examples.nmt.evaluate --model runs/nmt``.
 
-Prints the metrics of ``examples.nmt.evaluation.evaluate`` (BLEU, chrF,
-exact match, alignment accuracy; WER and PER for pronunciations) as JSON,
-then the BLEU line (the WER line for pronunciations).
+The data and decoding flags default to the run's own settings (its
+``config.json``: dataset, test file, beam size, penalties, lengths); a flag
+given on the command line wins. Prints the metrics of
+``examples.nmt.evaluation.evaluate`` (BLEU, chrF, exact match, alignment
+accuracy; WER and PER for pronunciations) as JSON, then the BLEU line (the
+WER line for pronunciations).
 """
 
 from __future__ import annotations
@@ -21,6 +24,22 @@ from examples.nmt.data import sources
 from examples.nmt.evaluation import evaluate
 from examples.nmt.models import rnn
 
+# The flags whose default is the run's own value (its config.json).
+RUN_DEFAULTS = (
+    "dataset",
+    "test",
+    "join_words",
+    "keep_stress",
+    "data_dir",
+    "source_lang",
+    "target_lang",
+    "max_examples",
+    "beam_size",
+    "length_penalty",
+    "coverage_penalty",
+    "max_decode_length",
+)
+
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     """Scores a saved run (``model.keras`` + vocabularies) on a split."""
@@ -37,6 +56,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     )
     sources.add_arguments(parser)
     cli.add_decoding_arguments(parser)
+    # The run's own data and decoding settings are the defaults (a flag given
+    # wins): `--model runs/g2p` alone scores the pronunciation run on its test split.
+    config = runs.load_config(parser.parse_known_args(argv)[0].model) or {}
+    parser.set_defaults(**{key: config[key] for key in RUN_DEFAULTS if key in config})
     args = parser.parse_args(argv)
     cli.require_tensorflow_backend()
     try:
@@ -55,6 +78,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         length_penalty=args.length_penalty,
         coverage_penalty=args.coverage_penalty,
         max_length=args.max_decode_length,
+        max_source_length=config.get("max_length"),
         pronunciation=sources.is_pronunciation(args.dataset),
     )
     print(json.dumps(metrics, indent=2, sort_keys=True))

@@ -13,6 +13,7 @@ tf = pytest.importorskip("tensorflow")
 
 import tiny  # noqa: E402
 
+from examples.nmt import evaluate  # noqa: E402
 from examples.nmt import long_inputs  # noqa: E402
 from examples.nmt import train  # noqa: E402
 from examples.nmt import translate  # noqa: E402
@@ -50,6 +51,12 @@ def test_g2p_run_scores_wer_and_per_and_answers_phonemes(tmp_path):
     assert saved == {**saved, **{key: metrics[key] for key in ("wer", "per", "words")}}
     assert saved["words"] == 12 and saved["examples"] == 16  # 4 of the 12 have alternates
     assert 0.0 <= saved["wer"] <= 1.0 and 0.0 <= saved["per"]
+    # evaluate.py takes the run's dataset, test file and beam size from its config.
+    again = evaluate.main(["--model", str(out)])
+    assert again["words"] == 12 and again["examples"] == 16
+    assert again["wer"] == pytest.approx(metrics["wer"]) and again["per"] == pytest.approx(
+        metrics["per"]
+    )
     # Both translators answer with upper-case, stress-free phoneme symbols.
     for keras_model in (False, True):
         argv = ["--model", str(out), "--beam-size", "2", "abc", "Jihad"]
