@@ -24,21 +24,14 @@ from examples.nmt.data import sources
 from examples.nmt.evaluation import evaluate
 from examples.nmt.models import rnn
 
-# The flags whose default is the run's own value (its config.json).
-RUN_DEFAULTS = (
-    "dataset",
-    "test",
-    "join_words",
-    "keep_stress",
-    "data_dir",
-    "source_lang",
-    "target_lang",
-    "max_examples",
-    "beam_size",
-    "length_penalty",
-    "coverage_penalty",
-    "max_decode_length",
-)
+
+def run_flags() -> set[str]:
+    """The data and decoding flags (``sources.add_arguments``, ``cli.add_decoding_arguments``):
+    their defaults are the run's own values (its config.json)."""
+    shared = argparse.ArgumentParser(add_help=False)
+    sources.add_arguments(shared)
+    cli.add_decoding_arguments(shared)
+    return set(vars(shared.parse_args([])))
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
@@ -59,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     # The run's own data and decoding settings are the defaults (a flag given
     # wins): `--model runs/g2p` alone scores the pronunciation run on its test split.
     config = runs.load_config(parser.parse_known_args(argv)[0].model) or {}
-    parser.set_defaults(**{key: config[key] for key in RUN_DEFAULTS if key in config})
+    parser.set_defaults(**{key: config[key] for key in run_flags() if key in config})
     args = parser.parse_args(argv)
     cli.require_tensorflow_backend()
     try:
