@@ -43,6 +43,13 @@ def number(owner: str, name: str, value: Any, *, allow_none: bool = False):
     return float(value)
 
 
+def flag(owner: str, name: str, value: Any) -> bool:
+    """`value` as a Python `bool` (True or False only: not 0/1, not a tensor)."""
+    if not isinstance(value, bool):
+        fail(owner, name, "True or False", value, error=TypeError)
+    return value
+
+
 def positive_number(owner: str, name: str, value: Any) -> float:
     """`value` as a Python `float` > 0 (any real number but `bool`)."""
     value = number(owner, name, value)

@@ -83,10 +83,10 @@ def _numpy_beam(model, beam_size, alpha=0.0, beta=0.0, depth=T):
 CODES = (V + 1) ** T
 
 
-def _tables(seed=0):
+def _tables(seed=0, entries=B):
     rng = np.random.default_rng(seed)
-    logits = (2.0 * rng.normal(size=(B, CODES, V))).astype("float32")
-    attention = rng.uniform(0.05, 0.5, size=(B, CODES, TV)).astype("float32")
+    logits = (2.0 * rng.normal(size=(entries, CODES, V))).astype("float32")
+    attention = rng.uniform(0.05, 0.5, size=(entries, CODES, TV)).astype("float32")
     attention[..., -1] = 0.0  # a padding position no step attends to
     return logits, attention
 
@@ -124,8 +124,12 @@ def _scripted(tables, with_attention=True, dtype="float32"):
             ops.take(ops.reshape(attention_table, (-1, TV)), rows, axis=0),
         )
 
-    zeros = np.zeros(B, "int32")
-    state = {"code": zeros, "nest": (np.ones(B, "int32"), [np.arange(B, dtype="int32")])}
+    entries = len(tables[0])
+    zeros = np.zeros(entries, "int32")
+    state = {
+        "code": zeros,
+        "nest": (np.ones(entries, "int32"), [np.arange(entries, dtype="int32")]),
+    }
     return step, keras.tree.map_structure(ops.convert_to_tensor, state)
 
 
@@ -330,6 +334,68 @@ def test_multi_head_cache_through_beam_search(rng):
 
 
 # ----------------------------------------------------------------------------
+# Early stopping
+# ----------------------------------------------------------------------------
+def _prefix_tables(probabilities, default):
+    """One entry's tables: `probabilities[prefix]` where given, else `default`."""
+    logits = np.tile(np.log(np.asarray(default, "float32")), (1, CODES, 1))
+    for prefix, probs in probabilities.items():
+        logits[0, _code(prefix)] = np.log(np.asarray(probs, "float32"))
+    return logits, np.full((1, CODES, TV), 0.25, "float32")
+
+
+def test_early_stopping_finds_the_full_searchs_best_hypothesis():
+    entries, settled_early = 16, 0
+    for alpha, beta in [(0.0, 0.0), (0.8, 0.3), (2.0, 0.0)]:
+        for beam_size in (2, 3):
+            tables = _tables(seed=10 + beam_size, entries=entries)
+            step, state = _scripted(tables)
+            result = decoding.beam_search(
+                step, state, START, END, T, beam_size, alpha, beta, PAD, early_stopping=True
+            )
+            for entry in range(entries):
+                beams = _numpy_beam(_numpy_model(tables, entry), beam_size, alpha, beta)
+                _check(result, beams[0], entry, 0)
+                full = sum(len(beam[0]) for beam in beams)
+                settled_early += int(to_numpy(result.lengths)[entry].sum() < full)
+    assert settled_early > 0  # some entries did end before all their beams had
+
+
+def test_early_stopping_ends_an_entry_whose_best_has_ended():
+    # The end first (p = 0.9); after any other token, never the end.
+    tables = _prefix_tables({(): [1e-6, 0.9, 0.09, 0.01 - 1e-6]}, [1e-6, 1e-6, 0.5, 0.5 - 1e-6])
+    step, state = _scripted(tables)
+    full = decoding.beam_search(step, state, START, END, T, 2, pad_id=PAD)
+    early = decoding.beam_search(step, state, START, END, T, 2, pad_id=PAD, early_stopping=True)
+    assert to_numpy(full.lengths)[0].tolist() == [1, T]  # the second beam ran to max_length
+    assert to_numpy(early.lengths)[0].tolist() == [1, 1]  # stopped after the first step
+    assert to_numpy(early.ids)[0, 0].tolist() == [END] + [PAD] * (T - 1)
+    np.testing.assert_allclose(to_numpy(early.scores)[0, 0], np.log(0.9), rtol=1e-6)
+
+
+def test_early_stopping_waits_while_the_length_penalty_can_let_a_live_beam_overtake():
+    # [end] scores log 0.5 = -0.69 at once; [a, a, end] has log-probability
+    # -0.83, but alpha = 2 divides it by lp(3) = (8 / 6) ** 2: -0.47 wins. A rule
+    # that stopped once the best kept hypothesis had ended would answer [end].
+    a = 2
+    tables = _prefix_tables(
+        {
+            (): [1e-6, 0.5, 0.45, 0.05 - 1e-6],
+            (a,): [1e-6, 0.01, 0.98, 0.01 - 1e-6],
+            (a, a): [1e-6, 0.99, 0.005, 0.005 - 1e-6],
+        },
+        [0.25] * V,
+    )
+    step, state = _scripted(tables)
+    early = decoding.beam_search(
+        step, state, START, END, T, 2, 2.0, pad_id=PAD, early_stopping=True
+    )
+    best = _numpy_beam(_numpy_model(tables, 0), 2, alpha=2.0)[0]
+    assert best[0] == (a, a, END)
+    _check(early, best, 0, 0)
+
+
+# ----------------------------------------------------------------------------
 # Sampling
 # ----------------------------------------------------------------------------
 def test_sampling_is_reproducible_and_its_limits_are_greedy():
@@ -389,17 +455,18 @@ def _compiled_equals_eager(compile_fn):
 
     def search(state):
         beam = decoding.beam_search(step, state, START, END, T, 3, 0.6, 0.2, PAD)
+        early = decoding.beam_search(step, state, START, END, T, 3, 0.6, 0.2, PAD, True)
         greedy = decoding.greedy_search(step, state, START, END, T, PAD)
         drawn = decoding.sample(step, state, START, END, T, top_k=3, top_p=0.9, seed=2)
-        return beam, greedy, drawn
+        return beam, early, greedy, drawn
 
-    (beam, greedy, drawn), compiled = search(state), compile_fn(search)(state)
-    for got, want in zip(keras.tree.flatten(compiled[:2]), keras.tree.flatten((beam, greedy))):
+    eager, compiled = search(state), compile_fn(search)(state)
+    for got, want in zip(keras.tree.flatten(compiled[:3]), keras.tree.flatten(eager[:3])):
         np.testing.assert_allclose(to_numpy(got), to_numpy(want), atol=1e-5)
     # TensorFlow's stateless generators may differ under XLA; JAX's do not.
     if BACKEND == "jax":
-        np.testing.assert_array_equal(to_numpy(compiled[2].ids), to_numpy(drawn.ids))
-    assert set(to_numpy(compiled[2].lengths).ravel()) <= set(range(1, T + 1))
+        np.testing.assert_array_equal(to_numpy(compiled[3].ids), to_numpy(eager[3].ids))
+    assert set(to_numpy(compiled[3].lengths).ravel()) <= set(range(1, T + 1))
 
 
 @pytest.mark.tf_only
@@ -477,6 +544,11 @@ def _bad_step(kind):
             "temperature",
         ),
         (lambda s, x: decoding.beam_search(s, x, -1, END, T), ValueError, "start_id"),
+        (
+            lambda s, x: decoding.beam_search(s, x, START, END, T, early_stopping=1),
+            TypeError,
+            "early_stopping",
+        ),
         (
             lambda s, x: decoding.beam_search(s, x, START, END, T, 2, 0.0, 0.3),
             ValueError,

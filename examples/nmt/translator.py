@@ -13,7 +13,9 @@ the SavedModel (``examples.nmt.export``) run, in TensorFlow ops only:
    Python ``beam_size`` of 1, else its beam search (``keras_attention.decoding``,
    the same searches a user's own model on any backend gets; a tensor
    ``beam_size`` gives one graph for every beam size), GNMT length and
-   coverage penalties ``alpha`` and ``beta``;
+   coverage penalties ``alpha`` and ``beta``, with early stopping (only the
+   best hypothesis is kept, so a sentence ends once no live beam can
+   overtake its best);
 3. the target vocabulary's ``decode`` (SentencePiece detokenization for
    subword and character vocabularies, words joined by spaces for word
    vocabularies).
@@ -83,12 +85,15 @@ def search(
 
     def beam() -> SearchResult:
         step, state = search_start(model, source_ids, max_length, beam_size)
+        # Only the best hypothesis is kept: each sentence stops once its best
+        # has ended for good, not when all its beams have (same translation).
         return decoding.beam_search(
             step,
             state,
             beam_size=beam_size,
             length_penalty_alpha=alpha,
             coverage_penalty_beta=beta,
+            early_stopping=True,
             **common,
         )
 

@@ -32,13 +32,26 @@ class _Beams(NamedTuple):
     attention: Any  # (T, N, Tv) the attention that produced each slot's token
 
 
-def _select(beams: _Beams, logits, attention, index, beam_size, alpha, beta, end_id, pad_id):
+def _select(
+    beams: _Beams,
+    logits,
+    attention,
+    index,
+    beam_size,
+    alpha,
+    beta,
+    end_id,
+    pad_id,
+    stop_at,
+):
     """The `beam_size` best extensions of each entry's beams; returns them and their parents.
 
     A row's penalties are the same for all its candidates and `lp > 0`, so a
     row's best candidates by score are its best by logit: each row offers
     only its top `min(K, V)` tokens, and the ranking over `K * min(K, V)`
-    candidates per entry equals the one over all `K * V`.
+    candidates per entry equals the one over all `K * V`. With a `stop_at`
+    length (early stopping), an entry whose best hypothesis can no longer be
+    overtaken ends all its beams (`_settled`).
     """
     vocab = logits.shape[-1]
     width = min(beam_size, vocab) if isinstance(beam_size, int) and vocab else None
@@ -57,7 +70,7 @@ def _select(beams: _Beams, logits, attention, index, beam_size, alpha, beta, end
     scores = total / length_penalty(lengths, alpha)[:, None]
     scores = scores + coverage_penalty(coverage, beta)[:, None]
     flat = ops.reshape(scores, (-1, beam_size * width))  # (B, K * k)
-    _, picked = ops.top_k(flat, beam_size)  # (B, K)
+    best, picked = ops.top_k(flat, beam_size)  # (B, K), best score first
     picked = ops.cast(picked, "int32")
     entry = ops.arange(ops.shape(flat)[0], dtype="int32")[:, None]  # (B, 1)
     parents = ops.reshape(picked // width + entry * beam_size, (-1,))  # (N,)
@@ -68,17 +81,49 @@ def _select(beams: _Beams, logits, attention, index, beam_size, alpha, beta, end
     # Beams past the number of live hypotheses (K > V at the first steps).
     dead = log_probs < NEG_INF / 2
     ended = ops.logical_or(parent_done, dead)
+    lengths = ops.take(lengths, parents)
+    finished = ops.logical_or(ended, ops.equal(tokens, end_id))
+    if stop_at is not None:
+        settled = _settled(best, log_probs, lengths, finished, stop_at, beam_size, alpha, beta)
+        finished = ops.logical_or(finished, settled)
     new = _Beams(
         last_ids=tokens,
         log_probs=log_probs,
-        lengths=ops.take(lengths, parents),
-        finished=ops.logical_or(ended, ops.equal(tokens, end_id)),
+        lengths=lengths,
+        finished=finished,
         coverage=ops.take(coverage, parents, axis=0),
         tokens=loop.write(beams.tokens, index, ops.where(ended, pad_id, tokens)),
         parents=loop.write(beams.parents, index, parents),
         attention=loop.write(beams.attention, index, ops.take(attention, parents, axis=0)),
     )
     return new, parents
+
+
+def _settled(best, log_probs, lengths, finished, stop_at, beam_size, alpha, beta):
+    """`(N,)`: True on every beam of an entry whose best hypothesis has ended for good.
+
+    The kept beams of an entry are sorted, so its best hypothesis is beam 0,
+    and a finished hypothesis keeps its score. A live one only loses
+    log-probability `L < 0` as it grows; `lp` is monotonic in the length, so
+    its score can at most reach `L / lp` at its current length or at
+    `stop_at` (whichever is larger), and `cp <= 0` for `beta >= 0`. When that
+    bound of every live beam is at most the finished best score, no
+    continuation can take the lead: the entry's best is final.
+    """
+    shape = (-1, beam_size)
+    log_probs = ops.reshape(log_probs, shape)  # (B, K)
+    lengths = ops.reshape(lengths, shape)
+    finished = ops.reshape(finished, shape)
+    reach = ops.maximum(
+        log_probs / length_penalty(lengths, alpha),
+        log_probs / length_penalty(stop_at, alpha),
+    )
+    reach = ops.max(ops.where(finished, NEG_INF, reach), axis=1)  # (B,)
+    # A negative beta makes cp positive and unbounded in practice: never settle early.
+    bounded = ops.greater_equal(ops.cast(beta, "float32"), 0.0)
+    settled = ops.logical_and(finished[:, 0], best[:, 0] >= reach)
+    settled = ops.logical_and(settled, bounded)
+    return ops.repeat(settled, beam_size, axis=0)  # (N,), batch-major as the beams
 
 
 def _backtrack(beams: _Beams, max_length):
@@ -114,6 +159,7 @@ def beam_search(
     length_penalty_alpha=0.0,
     coverage_penalty_beta=0.0,
     pad_id: int = 0,
+    early_stopping: bool = False,
 ) -> SearchResult:
     """Keeps the `beam_size` best hypotheses by GNMT score at each step.
 
@@ -141,6 +187,17 @@ def beam_search(
             log-probability.
         coverage_penalty_beta: `beta` of `coverage_penalty`; 0 disables it.
             Needs a step that returns attention.
+        early_stopping: False (default) runs until all `K` kept hypotheses
+            of every entry have ended, so all `K` are the search's finished
+            best. True ends an entry as soon as its best hypothesis has
+            ended and no live one can still overtake it (a live score is
+            bounded by its log-probability over the length penalty at its
+            length or at `max_length`, and `cp <= 0` for `beta >= 0`): the
+            best hypothesis is the same as without it, found in fewer steps
+            where some beams would otherwise run on (for instance to
+            `max_length`); the other `K - 1` are those kept at that step,
+            possibly unfinished (their `lengths` say how far they got). For
+            callers that keep only the best, such as a translator.
 
     Returns:
         A `SearchResult` with `K = beam_size`, best score first. With more
@@ -153,6 +210,7 @@ def beam_search(
     beam_size = loop.size(_OWNER, "beam_size", beam_size)
     alpha = _penalty("length_penalty_alpha", length_penalty_alpha)
     beta = _penalty("coverage_penalty_beta", coverage_penalty_beta)
+    early_stopping = validation.flag(_OWNER, "early_stopping", early_stopping)
     first = loop.first_leaf(_OWNER, initial_state)
     rows = first.shape[0] * beam_size if isinstance(first.shape[0], int) else None
     rows = rows if isinstance(beam_size, int) else None
@@ -181,7 +239,7 @@ def beam_search(
         parents=ops.tile(slots[None], (max_length, 1)),  # identity after the last step
         attention=ops.zeros((max_length, *ops.shape(attention))),
     )
-    settings = (beam_size, alpha, beta, end_id, pad_id)
+    settings = (beam_size, alpha, beta, end_id, pad_id, max_length if early_stopping else None)
     # The beams of an entry are still copies: no state to reorder after step 0.
     beams, _ = _select(empty, logits, attention, index, *settings)
 

@@ -124,9 +124,7 @@ class MultiHead(KernelArgsMixin, BaseAttention):
                 f"num_key_value_heads={num_key_value_heads}"
             )
         self.use_bias = bool(use_bias)
-        if not isinstance(rotary, bool):
-            validation.fail("MultiHead", "rotary", "True or False", rotary, error=TypeError)
-        self.rotary = rotary
+        self.rotary = validation.flag("MultiHead", "rotary", rotary)
         self.rotary_base = validation.positive_number("MultiHead", "rotary_base", rotary_base)
         if self.rotary and self.key_dim % 2:
             validation.fail("MultiHead", "key_dim", "even with rotary=True", key_dim)
