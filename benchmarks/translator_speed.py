@@ -12,6 +12,12 @@ warm-up batch each: what a user of the SavedModel gets, string in and string
 out. Prints the wall-clock seconds and sentences per second of each beam
 size; ``--json`` prints them as one JSON line. The figures of issue 20's
 targets were taken this way on an otherwise idle machine (2 CPU cores).
+
+``--against OTHER [OTHER ...]`` times other SavedModels of the same weights
+(for instance exported by an older checkout) in the same process, batch by
+batch in turn (A B A B ...), so that load on a shared machine hits all alike,
+and reports each one's speed, this one's speed ratio to it and how many
+translations are identical. ``--batches N`` keeps the first N batches.
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--beam-sizes", type=int, nargs="+", default=[1, 4])
     parser.add_argument("--saved-model", help="this SavedModel instead of RUN/saved_model")
     parser.add_argument("--export", action="store_true", help="re-export with this code first")
+    parser.add_argument("--against", nargs="+", default=[], help="SavedModels to pair with")
+    parser.add_argument("--batches", type=int, help="only the first N batches")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
 
@@ -59,28 +67,52 @@ def main(argv=None) -> dict:
                 config.get("max_decode_length", 64),
                 config.get("max_length", 64),
             )
-        translator = tf.saved_model.load(path)
+        names = [path, *args.against]
+        translators = [tf.saved_model.load(name) for name in names]  # kept alive while used
         batches = [
             tf.constant(texts[start : start + args.batch])
             for start in range(0, len(texts), args.batch)
-        ]
-        results = {"run": args.run, "sentences": len(texts), "batch": args.batch}
+        ][: args.batches]
+        count = sum(int(batch.shape[0]) for batch in batches)
+        results = {"run": args.run, "sentences": count, "batch": args.batch}
         for beam_size in args.beam_sizes:
             size = tf.constant(beam_size)
-            translator.translate(batches[0], beam_size=size)  # warm-up
-            start = time.perf_counter()
+            for translator in translators:
+                translator.translate(batches[0], beam_size=size)  # warm-up
+            seconds = [0.0] * len(translators)
+            outputs = [[] for _ in translators]
             for batch in batches:
-                translator.translate(batch, beam_size=size)["translation"].numpy()
-            seconds = time.perf_counter() - start
-            results[f"beam{beam_size}"] = {
-                "seconds": round(seconds, 2),
-                "sentences_per_second": round(len(texts) / seconds, 1),
+                for i, translator in enumerate(translators):
+                    start = time.perf_counter()
+                    text = translator.translate(batch, beam_size=size)["translation"].numpy()
+                    seconds[i] += time.perf_counter() - start
+                    outputs[i].extend(text.tolist())
+            entry = {
+                "seconds": round(seconds[0], 2),
+                "sentences_per_second": round(count / seconds[0], 1),
             }
+            for name, other, other_outputs in zip(args.against, seconds[1:], outputs[1:]):
+                same = sum(a == b for a, b in zip(outputs[0], other_outputs))
+                entry.setdefault("against", []).append(
+                    {
+                        "saved_model": name,
+                        "sentences_per_second": round(count / other, 1),
+                        "speed_ratio": round(other / seconds[0], 3),
+                        "identical_translations": same,
+                    }
+                )
+            results[f"beam{beam_size}"] = entry
             if not args.json:
                 print(
-                    f"beam {beam_size}: {len(texts)} sentences in {seconds:.1f} s, "
-                    f"{len(texts) / seconds:.0f} sentences/s"
+                    f"beam {beam_size}: {count} sentences in {seconds[0]:.1f} s, "
+                    f"{count / seconds[0]:.1f} sentences/s"
                 )
+                for pair in entry.get("against", []):
+                    print(
+                        f"  against {pair['saved_model']}: {pair['sentences_per_second']} "
+                        f"sentences/s, ratio {pair['speed_ratio']}x, "
+                        f"{pair['identical_translations']}/{count} identical"
+                    )
     if args.json:
         print(json.dumps(results))
     return results
