@@ -5,15 +5,21 @@ words into one input (``examples.nmt.data.joined_words.long_examples``;
 k = 1, 5, 10, 20, 40 by default, up to ~400 characters), decodes them with
 the run's model, and scores each k (``score_long``):
 
-* ``wer``: the share of words wrong. The output is cut at its ``|``
-  boundary symbols into words; word ``i`` is right if it equals one of the
-  references of input word ``i`` (a missing word is wrong);
+* ``wer``: the word error rate, (substitutions + deletions + insertions) /
+  input words, from a minimal edit alignment of the output's words with the
+  input's. The output is cut at its ``|`` boundary symbols into words; an
+  output word matches input word ``i`` if it equals one of ``i``'s
+  references (``align_words``);
+* ``positional_wer``: the share of input words ``i`` whose output word ``i``
+  is not one of their references: a missing or extra boundary shifts every
+  later word, so one merged pair of words counts all the words after it
+  (the first table in docs/pronunciation.md used this one);
 * ``exact_match``: the share of inputs whose every word is right, with no
   word more;
 * ``alignment_accuracy``: the share of output phonemes (boundaries aside)
   whose highest-weight source token lies inside the span of the input word
-  they belong to (their word by the output's boundaries; past the last
-  input word, a miss): word-level alignment from gold word boundaries.
+  their output word is aligned with by ``align_words`` (a phoneme of an
+  inserted word is a miss): word-level alignment from gold word boundaries.
 
 The run must have been trained on joins (``--join-words``, so that it
 writes boundaries); the test split is the run's own (``--dataset``,
@@ -54,11 +60,51 @@ def split_words(tokens: Sequence[str]) -> list[list[str]]:
     return words
 
 
+def align_words(
+    hypothesis: Sequence[Sequence[str]], references: Sequence[Sequence[str]]
+) -> tuple[int, list[tuple[int, int]]]:
+    """A minimal edit alignment of output words with input words.
+
+    Args:
+        hypothesis: the output's words, each a list of phonemes.
+        references: for each input word, its pronunciations (strings of
+            space-separated phonemes).
+
+    Returns:
+        ``(edits, pairs)``: the fewest substitutions, deletions and
+        insertions turning the input words into the output's, and the
+        ``(output word, input word)`` pairs that alignment puts side by side
+        (matches and substitutions), in order.
+    """
+    words = [" ".join(word) for word in hypothesis]
+    rows, columns = len(words), len(references)
+    cost = np.zeros((rows + 1, columns + 1), dtype=np.int64)
+    cost[:, 0] = np.arange(rows + 1)
+    cost[0, :] = np.arange(columns + 1)
+    for i in range(1, rows + 1):
+        for j in range(1, columns + 1):
+            substitute = cost[i - 1, j - 1] + (words[i - 1] not in references[j - 1])
+            cost[i, j] = min(substitute, cost[i - 1, j] + 1, cost[i, j - 1] + 1)
+    pairs = []
+    i, j = rows, columns
+    while i > 0 and j > 0:  # prefer pairing words, then dropping an output word
+        if cost[i, j] == cost[i - 1, j - 1] + (words[i - 1] not in references[j - 1]):
+            pairs.append((i - 1, j - 1))
+            i, j = i - 1, j - 1
+        elif cost[i, j] == cost[i - 1, j] + 1:
+            i -= 1
+        else:
+            j -= 1
+    return int(cost[rows, columns]), pairs[::-1]
+
+
 def score_long(
     examples: Sequence[LongExample],
     outputs: Sequence[dict[str, Any]],
 ) -> dict[str, float]:
-    """``wer``, ``exact_match``, ``alignment_accuracy`` and ``words``; see the module doc.
+    """``wer``, ``positional_wer``, ``exact_match``, ``alignment_accuracy`` and ``words``.
+
+    See the module doc.
 
     Args:
         examples: the inputs (``long_examples``).
@@ -71,7 +117,7 @@ def score_long(
             f"Expected one output per example. Received: {len(examples)} examples, "
             f"{len(outputs)} outputs"
         )
-    wrong = words = exact = hits = phonemes = 0
+    edits = shifted = words = exact = hits = phonemes = 0
     for example, output in zip(examples, outputs):
         tokens = [token for token in output["target"] if token != "[END]"]
         hypothesis = split_words(tokens)
@@ -79,9 +125,12 @@ def score_long(
             index < len(hypothesis) and " ".join(hypothesis[index]) in options
             for index, options in enumerate(example.references)
         ]
-        wrong += right.count(False)
+        shifted += right.count(False)
         words += len(right)
         exact += all(right) and len(hypothesis) == len(example.references)
+        distance, pairs = align_words(hypothesis, example.references)
+        edits += distance
+        input_word = dict(pairs)  # output word -> the input word it is aligned with
         attention = np.asarray(output["attention"])
         word = 0
         for step, token in enumerate(tokens):
@@ -89,11 +138,12 @@ def score_long(
                 word += 1
                 continue
             phonemes += 1
-            if word < len(example.spans) and step < len(attention):
-                start, end = example.spans[word]
+            if word in input_word and step < len(attention):
+                start, end = example.spans[input_word[word]]
                 hits += start <= int(attention[step].argmax()) < end
     return {
-        "wer": wrong / max(words, 1),
+        "wer": edits / max(words, 1),
+        "positional_wer": shifted / max(words, 1),
         "exact_match": exact / max(len(examples), 1),
         "alignment_accuracy": hits / max(phonemes, 1),
         "words": words,
@@ -153,7 +203,8 @@ def plot_long(results: dict[int, dict[str, float]], path: str, title: str = "") 
     axis.set_xscale("log")
     axis.set_xticks(ks, [str(k) for k in ks])
     axis.set_xlabel("words per input (k)")
-    axis.set_ylim(0, 100)
+    top = max([100.0] + [100 * results[k]["wer"] for k in ks])  # insertions: WER over 100%
+    axis.set_ylim(0, top * 1.05)
     axis.legend()
     axis.set_title(title)
     figure.tight_layout()

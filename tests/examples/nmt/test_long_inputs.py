@@ -34,12 +34,43 @@ def test_score_long_on_a_constructed_case():
     assert scores["wer"] == pytest.approx(1 / 4)
     assert scores["exact_match"] == pytest.approx(1 / 2)
     assert scores["alignment_accuracy"] == pytest.approx((3 + 1) / (4 + 2))
-    # A word more than the input: its words are right, the input is not exact.
+    assert scores["positional_wer"] == pytest.approx(1 / 4)
+    # A word more than the input: one insertion; by position, no word is wrong.
     extra = {"target": ["B", "IY", "|", "T", "UW", "|", "T"], "attention": one_hot([0] * 7, 5)}
     scores = long_inputs.score_long([second], [extra])
-    assert scores["wer"] == 0.0 and scores["exact_match"] == 0.0
+    assert scores["wer"] == pytest.approx(1 / 2) and scores["exact_match"] == 0.0
+    assert scores["positional_wer"] == 0.0
     with pytest.raises(ValueError, match="one output per example"):
         long_inputs.score_long([first], [])
+
+
+def test_a_missing_boundary_costs_two_edits_not_every_later_word():
+    # "a b c d" (spans (0, 1), (2, 3), (4, 5), (6, 7)); the output merges b and
+    # c into one word, and its attention follows the letters exactly.
+    example = LongExample(
+        "a b c d", (("A",), ("B",), ("C",), ("D",)), ((0, 1), (2, 3), (4, 5), (6, 7))
+    )
+    output = {
+        "target": ["A", "|", "B", "C", "|", "D", "[END]"],
+        "attention": one_hot([0, 1, 2, 4, 5, 6, 6], 7),
+    }
+    scores = long_inputs.score_long([example], [output])
+    assert scores["wer"] == pytest.approx(2 / 4)  # one substitution, one deletion
+    assert scores["positional_wer"] == pytest.approx(3 / 4)  # b, c and d by position
+    # A and D in their words; of B C (aligned with one of b, c) one phoneme is.
+    assert scores["alignment_accuracy"] == pytest.approx(3 / 4)
+
+
+def test_align_words_against_hand_counted_edits():
+    refs = (("A",), ("B", "BB"), ("C",))
+    assert long_inputs.align_words([["A"], ["BB"], ["C"]], refs) == (0, [(0, 0), (1, 1), (2, 2)])
+    assert long_inputs.align_words([["A"], ["C"]], refs) == (1, [(0, 0), (1, 2)])
+    assert long_inputs.align_words([["X"], ["A"], ["B"], ["C"]], refs) == (
+        1,
+        [(1, 0), (2, 1), (3, 2)],
+    )
+    assert long_inputs.align_words([], refs) == (3, [])
+    assert long_inputs.align_words([["A"]], ()) == (1, [])
 
 
 def test_split_words_cuts_at_boundaries():
