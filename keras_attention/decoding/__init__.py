@@ -17,7 +17,8 @@ search and sampling, `B * beam_size` for beam search (row `b * K + k`).
 The loops are `keras.ops.while_loop` over fixed-size buffers: they run
 eagerly, in `tf.function` (also `jit_compile=True`), under `jax.jit` and in
 PyTorch, and stop when every hypothesis has emitted `end_id` or after
-`max_length` steps. Scores of beam search follow GNMT
+`max_length` steps (beam search with `early_stopping=True`: once each
+entry's best hypothesis is final). Scores of beam search follow GNMT
 (`keras_attention.decoding.penalties`).
 
 Example:
