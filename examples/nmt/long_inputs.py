@@ -25,6 +25,9 @@ The run must have been trained on joins (``--join-words``, so that it
 writes boundaries); the test split is the run's own (``--dataset``,
 ``--test`` as in training). Writes ``long_inputs.json`` and
 ``long_inputs.png`` (WER and alignment against k) into ``--model``.
+
+``--compare LABEL=RUN ...`` draws several runs' ``long_inputs.json`` into
+one figure (``--figure``) instead of scoring.
 """
 
 from __future__ import annotations
@@ -213,6 +216,53 @@ def plot_long(results: dict[int, dict[str, float]], path: str, title: str = "") 
     return path
 
 
+def plot_comparison(curves: dict[str, dict[int, dict[str, float]]], path: str) -> str:
+    """WER (left) and word-level alignment (right) against k, one line per labelled run."""
+    from examples.nmt.plots import _pyplot  # noqa: PLC0415
+
+    plt = _pyplot()
+    figure, (wer_axis, alignment_axis) = plt.subplots(1, 2, figsize=(9, 3.4))
+    top = 100.0
+    for label, results in curves.items():
+        ks = sorted(results)
+        wers = [100 * results[k]["wer"] for k in ks]
+        top = max([top, *wers])
+        wer_axis.plot(ks, wers, "o-", label=label)
+        longer = [k for k in ks if k > 1]  # one word is trivially aligned
+        alignment = [100 * results[k]["alignment_accuracy"] for k in longer]
+        alignment_axis.plot(longer, alignment, "s--", label=label)
+    for axis, name in ((wer_axis, "WER %"), (alignment_axis, "word-level alignment %")):
+        axis.set_xscale("log")
+        ks = sorted({k for results in curves.values() for k in results})
+        axis.set_xticks(ks, [str(k) for k in ks])
+        axis.set_xlabel("words per input (k)")
+        axis.set_ylabel(name)
+    wer_axis.set_ylim(0, top * 1.05)
+    alignment_axis.set_ylim(0, 102)
+    wer_axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def _labelled(text: str) -> tuple[str, str]:
+    label, separator, directory = text.partition("=")
+    if not separator or not label or not directory:
+        raise argparse.ArgumentTypeError(f"expected LABEL=RUN_DIR, got {text!r}")
+    return label, directory
+
+
+def compare(pairs: Sequence[tuple[str, str]], path: str) -> dict[str, dict[int, dict]]:
+    """Reads each run's ``long_inputs.json`` and draws them together (``plot_comparison``)."""
+    curves = {}
+    for label, directory in pairs:
+        with open(os.path.join(directory, "long_inputs.json"), encoding="utf-8") as file:
+            curves[label] = {int(k): value for k, value in json.load(file).items()}
+    plot_comparison(curves, path)
+    return curves
+
+
 def main(argv: Sequence[str] | None = None) -> dict[int, dict[str, float]]:
     """Scores a G2P run trained on joined words on inputs of k test words."""
     from examples.nmt.data import sources  # noqa: PLC0415  (TensorFlow)
@@ -221,6 +271,14 @@ def main(argv: Sequence[str] | None = None) -> dict[int, dict[str, float]]:
         prog="python -m examples.nmt.long_inputs", description=main.__doc__
     )
     parser.add_argument("--model", default="runs/nmt", help="a train.py output dir")
+    parser.add_argument(
+        "--compare",
+        type=_labelled,
+        nargs="+",
+        metavar="LABEL=RUN",
+        help="instead of scoring: draw these runs' long_inputs.json together into --figure",
+    )
+    parser.add_argument("--figure", default="long_inputs_comparison.png")
     parser.add_argument("--ks", type=cli.integer_at_least(1), nargs="+", default=DEFAULT_KS)
     parser.add_argument(
         "--count", type=cli.integer_at_least(1), default=200, help="inputs for each k"
@@ -228,6 +286,13 @@ def main(argv: Sequence[str] | None = None) -> dict[int, dict[str, float]]:
     parser.add_argument("--beam-size", type=cli.integer_at_least(1), default=1)
     parser.add_argument("--batch-size", type=cli.integer_at_least(1), default=64)
     args = parser.parse_args(argv)
+    if args.compare:
+        try:
+            curves = compare(args.compare, args.figure)
+        except (OSError, ValueError, KeyError) as error:
+            cli.fail(parser.prog, f"cannot read a run's long_inputs.json: {error}")
+        print(f"Outputs: {args.figure}")
+        return curves
     cli.require_tensorflow_backend()
     config = runs.load_config(args.model)
     if config is None:

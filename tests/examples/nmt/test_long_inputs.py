@@ -1,5 +1,7 @@
 """Scoring long inputs: word error rate, exact match and word-level alignment."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -75,3 +77,29 @@ def test_align_words_against_hand_counted_edits():
 
 def test_split_words_cuts_at_boundaries():
     assert long_inputs.split_words(["A", "|", "B", "C", "|"]) == [["A"], ["B", "C"], []]
+
+
+def test_compare_draws_runs_together_and_names_a_missing_one(tmp_path, capsys):
+    results = {
+        "1": {"wer": 0.3, "alignment_accuracy": 1.0},
+        "5": {"wer": 0.4, "alignment_accuracy": 0.9},
+    }
+    for name in ("gmm", "dca"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "long_inputs.json").write_text(json.dumps(results))
+    figure = tmp_path / "both.png"
+    argv = [
+        "--compare",
+        f"GMM={tmp_path / 'gmm'}",
+        f"DCA={tmp_path / 'dca'}",
+        "--figure",
+        str(figure),
+    ]
+    curves = long_inputs.main(argv)
+    assert set(curves) == {"GMM", "DCA"} and curves["GMM"][5]["wer"] == 0.4
+    assert figure.stat().st_size > 0
+    with pytest.raises(SystemExit) as exit_info:
+        long_inputs.main(["--compare", f"X={tmp_path / 'missing'}", "--figure", str(figure)])
+    assert exit_info.value.code == 2 and "long_inputs.json" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        long_inputs.main(["--compare", "no-label"])
