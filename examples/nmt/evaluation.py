@@ -20,6 +20,8 @@ phoneme error rates over the distinct source words (``pronunciation_scores``).
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from collections.abc import Sequence
 from typing import Any
 
@@ -80,17 +82,42 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict[
     }
 
 
+def edit_alignment(
+    hypothesis: Sequence[Any],
+    reference: Sequence[Any],
+    same: Callable[[Any, Any], bool] = operator.eq,
+) -> tuple[int, list[tuple[int, int]]]:
+    """Levenshtein distance and the alignment that attains it.
+
+    Returns ``(distance, pairs)``: the fewest substitutions, insertions and
+    deletions between the two sequences (``same(h, r)`` says whether a
+    hypothesis item matches a reference item), and the ``(hypothesis index,
+    reference index)`` pairs the alignment puts side by side (matches and
+    substitutions), in order; ties prefer pairing, then dropping a
+    hypothesis item.
+    """
+    rows, columns = len(hypothesis), len(reference)
+    cost = [[i + j if i == 0 or j == 0 else 0 for j in range(columns + 1)] for i in range(rows + 1)]
+    for i in range(1, rows + 1):
+        for j in range(1, columns + 1):
+            substitute = cost[i - 1][j - 1] + (not same(hypothesis[i - 1], reference[j - 1]))
+            cost[i][j] = min(substitute, cost[i - 1][j] + 1, cost[i][j - 1] + 1)
+    pairs = []
+    i, j = rows, columns
+    while i > 0 and j > 0:
+        if cost[i][j] == cost[i - 1][j - 1] + (not same(hypothesis[i - 1], reference[j - 1])):
+            pairs.append((i - 1, j - 1))
+            i, j = i - 1, j - 1
+        elif cost[i][j] == cost[i - 1][j] + 1:
+            i -= 1
+        else:
+            j -= 1
+    return cost[rows][columns], pairs[::-1]
+
+
 def edit_distance(hypothesis: Sequence[str], reference: Sequence[str]) -> int:
     """Levenshtein distance between two token sequences (substitutions, insertions, deletions)."""
-    previous = list(range(len(reference) + 1))
-    for i, token in enumerate(hypothesis, start=1):
-        current = [i]
-        for j, expected in enumerate(reference, start=1):
-            current.append(
-                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (token != expected))
-            )
-        previous = current
-    return previous[-1]
+    return edit_alignment(hypothesis, reference)[0]
 
 
 def pronunciation_scores(

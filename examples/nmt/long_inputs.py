@@ -79,26 +79,10 @@ def align_words(
         ``(output word, input word)`` pairs that alignment puts side by side
         (matches and substitutions), in order.
     """
+    from examples.nmt.evaluation import edit_alignment  # noqa: PLC0415  (TensorFlow)
+
     words = [" ".join(word) for word in hypothesis]
-    rows, columns = len(words), len(references)
-    cost = np.zeros((rows + 1, columns + 1), dtype=np.int64)
-    cost[:, 0] = np.arange(rows + 1)
-    cost[0, :] = np.arange(columns + 1)
-    for i in range(1, rows + 1):
-        for j in range(1, columns + 1):
-            substitute = cost[i - 1, j - 1] + (words[i - 1] not in references[j - 1])
-            cost[i, j] = min(substitute, cost[i - 1, j] + 1, cost[i, j - 1] + 1)
-    pairs = []
-    i, j = rows, columns
-    while i > 0 and j > 0:  # prefer pairing words, then dropping an output word
-        if cost[i, j] == cost[i - 1, j - 1] + (words[i - 1] not in references[j - 1]):
-            pairs.append((i - 1, j - 1))
-            i, j = i - 1, j - 1
-        elif cost[i, j] == cost[i - 1, j] + 1:
-            i -= 1
-        else:
-            j -= 1
-    return int(cost[rows, columns]), pairs[::-1]
+    return edit_alignment(words, references, lambda word, options: word in options)
 
 
 def score_long(
