@@ -37,6 +37,8 @@ def layers(units: int) -> dict:
     return {
         "bahdanau": ka.BahdanauAttention(units),
         "location_sensitive": ka.LocationSensitiveAttention(units),
+        # TensorFlowTTS's inference window: a step scores only its 6 positions.
+        "location_sensitive_window": ka.LocationSensitiveAttention(units, inference_window=(2, 3)),
         "bahdanau_monotonic_parallel": ka.BahdanauMonotonicAttention(units),
         "bahdanau_monotonic_hard": ka.BahdanauMonotonicAttention(units, mode="hard"),
         "luong_monotonic_parallel": ka.LuongMonotonicAttention(),

@@ -105,13 +105,33 @@ def windows(x, width: int, before: int | None = None):
     return ops.take(padded, index, axis=1)  # (B, Tv, W, ...)
 
 
-def convolve(alignment, kernel):
+def windows_at(x, positions, width: int, before: int | None = None):
+    """The `W`-wide windows of `x` `(B, Tv, ...)` at each example's own positions.
+
+    `positions` `(B, n)` ints: `out[b, i, k] = x[b, positions[b, i] + k - before]`
+    `(B, n, W, ...)`, zero outside the memory (any position, inside or not,
+    is allowed). `windows(x, W)` is `windows_at` at every position; this
+    gathers only `n` of them (a decoding step's inference window).
+    """
+    x = ops.convert_to_tensor(x)
+    before = (width - 1) // 2 if before is None else before
+    length = ops.shape(x)[1]
+    padded = ops.pad(x, ((0, 0), (1, 1)) + ((0, 0),) * (len(x.shape) - 2))  # zero at -1 and Tv
+    index = ops.cast(positions, "int32")[:, :, None] + (ops.arange(width, dtype="int32") - before)
+    index = ops.clip(index, -1, length) + 1  # (B, n, W) into `padded`
+    flat = ops.reshape(index, (ops.shape(index)[0], -1) + (1,) * (len(x.shape) - 2))
+    taken = ops.take_along_axis(padded, flat, axis=1)  # (B, n * W, ...)
+    return ops.reshape(taken, tuple(ops.shape(index)) + tuple(ops.shape(x)[2:]))
+
+
+def convolve(alignment, kernel, positions=None):
     """The static ("same", cross-correlation) convolution of Keras's `Conv1D`, no bias.
 
     `alignment` `(B, Tv)` with `kernel` `(W, C)`, or `(B, Tv, C_in)` with
     `kernel` `(W, C_in, C)` (a `Conv1D` kernel): `(B, Tv, C)`, computed in
     the kernel's dtype as one rank-2 matrix product of the windows
-    `(B * Tv, W * C_in)` by the kernel `(W * C_in, C)`. On CPU that is
+    `(B * Tv, W * C_in)` by the kernel `(W * C_in, C)`. With `positions`
+    `(B, n)`, only the outputs at those positions: `(B, n, C)`. On CPU that is
     faster than Keras's convolution for the few channels an alignment has,
     and than `W` multiply-adds of the shifted copies when `C` is large; a
     rank-2 product is a plain `MatMul`, whose gradient XLA compiles inside a
@@ -122,9 +142,14 @@ def convolve(alignment, kernel):
     if len(alignment.shape) == 2:
         alignment, kernel = alignment[..., None], kernel[:, None]  # (B, Tv, 1), (W, 1, C)
     width, channels = kernel.shape[0], kernel.shape[1]
-    taps = ops.reshape(windows(alignment, width), (-1, width * channels))  # (B*Tv, W*C_in)
-    flat = scores.matmul(taps, ops.reshape(kernel, (width * channels, -1)))  # (B*Tv, C)
-    return ops.reshape(flat, (ops.shape(alignment)[0], ops.shape(alignment)[1], -1))  # (B, Tv, C)
+    if positions is None:
+        taps = windows(alignment, width)  # (B, Tv, W, C_in)
+    else:
+        taps = windows_at(alignment, positions, width)  # (B, n, W, C_in)
+    shape = ops.shape(taps)
+    taps = ops.reshape(taps, (-1, width * channels))  # (B*n, W*C_in)
+    flat = scores.matmul(taps, ops.reshape(kernel, (width * channels, -1)))  # (B*n, C)
+    return ops.reshape(flat, (shape[0], shape[1], -1))  # (B, n, C)
 
 
 def dynamic_convolution(alignment, filters):

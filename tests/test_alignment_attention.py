@@ -343,6 +343,31 @@ def test_inference_window_restricts_only_outside_training(rng):
     np.testing.assert_allclose(training, ref, atol=1e-5)
 
 
+@pytest.mark.parametrize("features", ["both", "previous"])
+def test_inference_window_step_scores_only_the_window_as_the_numpy_recurrence(features, rng):
+    # A window that meets both ends of the memory, a filter wider than the
+    # window, a short and a long example: the windowed step (only its
+    # positions scored, then placed) against the whole-memory NumPy step
+    # with the window as a mask.
+    layer = LocationSensitiveAttention(
+        units=6, filters=3, kernel_size=7, location_features=features, inference_window=(2, 3)
+    )
+    layer.build((None, None, DQ), (None, None, DV), (None, None, DK))
+    for variable in layer.weights:
+        variable.assign(rng.normal(size=variable.shape).astype("float32") * 0.7)
+    q, k, v = make_inputs(rng, batch=3, tq=9, tv=7)
+    value_mask = np.arange(7)[None] < np.array([[7], [4], [6]])
+    ref_context, ref_weights = reference_run(layer, q, k, v, value_mask)
+    # The window passed the memory's end (peak + 3 >= Tv) and started before it.
+    # Each first step's window starts before the memory (around position 0);
+    # some later window passes its end (a peak >= 4: positions up to 7 = Tv).
+    assert np.any(np.argmax(ref_weights, -1) >= 4)
+    context, weights = layer(q, v, key=k, value_mask=value_mask, return_attention_scores=True)
+    np.testing.assert_allclose(to_numpy(weights), ref_weights, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(context), ref_context, atol=1e-5)
+    assert np.all((to_numpy(weights) > 0).sum(-1) <= 6)
+
+
 @pytest.mark.parametrize("name", ["bahdanau_monotonic", "luong_monotonic"])
 def test_sigmoid_noise_acts_in_training_only_and_is_seeded(name, rng):
     q, k, v = make_inputs(rng)

@@ -124,6 +124,22 @@ def test_windows_and_the_channel_convolution_match_explicit_loops(width, rng):
         reference.conv1d_same(alignment, kernel),
         atol=1e-5,
     )
+    # Only at each example's own positions, some outside the memory (an inference window).
+    positions = np.array([[-3, 0, 4], [8, 9, 11], [2, -1, 5]], "int32")
+    at = to_numpy(location_relative.windows_at(alignment, positions, width))  # (B, 3, W, C_in)
+    for b in range(3):
+        for i, j in enumerate(positions[b]):
+            for k in range(width):
+                source = j + k - before
+                want = alignment[b, source] if 0 <= source < 9 else np.zeros(2)
+                np.testing.assert_array_equal(at[b, i, k], want)
+    full = reference.conv1d_same(alignment, kernel)
+    inside = np.clip(positions, 0, 8)
+    np.testing.assert_allclose(
+        to_numpy(location_relative.convolve(alignment, kernel, positions))[positions == inside],
+        np.take_along_axis(full, inside[..., None], axis=1)[positions == inside],
+        atol=1e-5,
+    )
     # the product runs in the kernel's dtype: float64 stays float64 (JAX without x64: float32)
     float64 = keras.backend.standardize_dtype(keras.ops.ones((), "float64").dtype)
     filtered = location_relative.convolve(alignment, kernel.astype("float64"))

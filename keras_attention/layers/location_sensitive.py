@@ -33,7 +33,9 @@ class LocationSensitiveAttention(KernelArgsMixin, AlignmentAttention):
     With `inference_window=(back, forward)`, outside training each step may
     only attend positions `[m - back, m + forward]` around the peak `m` of
     the previous alignment (position 0 at the first step), which keeps a
-    long synthesis from jumping or going back (TensorFlowTTS uses `(2, 3)`).
+    long synthesis from jumping or going back (TensorFlowTTS uses `(2, 3)`);
+    such a step scores only the window's `back + forward + 1` positions, so
+    its cost no longer grows with the memory's length (but for the context).
 
     Args:
         units: size of the hidden layer inside the tanh (default 128).
@@ -150,8 +152,11 @@ class LocationSensitiveAttention(KernelArgsMixin, AlignmentAttention):
     def _project_query(self, query):
         return self.query_dense(query)
 
-    def _location(self, state, like):
-        """`U (F * alignments)`: `(B, Tv, units)` in the dtype of `like`."""
+    def _location(self, state, like, positions=None):
+        """`U (F * alignments)`: `(B, Tv, units)` in the dtype of `like`.
+
+        With `positions` `(B, n)`, only at those memory positions: `(B, n, units)`.
+        """
         channels = {
             "both": [state["weights"], state["cumulative"]],
             "previous": [state["weights"]],
@@ -162,30 +167,45 @@ class LocationSensitiveAttention(KernelArgsMixin, AlignmentAttention):
         # (location_relative.convolve): faster on CPU than the convolution for
         # two input channels, with the same numbers and the same saved weights.
         kernel = ops.cast(self.location_conv.kernel, like.dtype)  # (W, C, filters)
-        filtered = location_relative.convolve(alignments, kernel)  # (B, Tv, filters)
+        filtered = location_relative.convolve(alignments, kernel, positions)  # (B, n, filters)
         # A rank-2 product: a rank-3 Dense is a Tensordot, whose gradient XLA
         # cannot compile inside a while loop (the RNN of AttentionRNNCell).
-        flat = self.location_dense(ops.reshape(filtered, (-1, self.filters)))  # (B*Tv, U)
-        return ops.reshape(flat, ops.shape(like))  # (B, Tv, U)
+        flat = self.location_dense(ops.reshape(filtered, (-1, self.filters)))  # (B*n, U)
+        return ops.reshape(flat, ops.shape(like))  # (B, n, U)
 
-    def _window(self, previous, mask, training):
-        if self.inference_window is None or training:
-            return mask
+    def _window_positions(self, previous):
+        """The inference window's positions `(B, n)`, `n = back + forward + 1`,
+        from `m - back` around the previous alignment's peak `m`; some may lie
+        outside the memory."""
         back, forward = self.inference_window
         peak = ops.cast(ops.argmax(previous, axis=-1), "int32")[:, None]  # (B, 1)
-        positions = ops.arange(ops.shape(previous)[1], dtype="int32")[None]  # (1, Tv)
-        inside = ops.logical_and(positions >= peak - back, positions <= peak + forward)
-        return inside if mask is None else ops.logical_and(mask, inside)
+        return peak - back + ops.arange(back + forward + 1, dtype="int32")[None]
 
     def _alignment(self, query_features, key_features, mask, state, training, noise):
         query = ops.expand_dims(query_features, 1)  # (B, 1, U)
         if self.b is not None:
             query = scores.add_bias(query, ops.cast(self.b, query.dtype))
-        keys = key_features + self._location(state, key_features)  # (B, Tv, U)
         v = ops.cast(self.v, query.dtype)
-        logits = scores.AdditiveScore().logits(query, keys, v)[:, 0]  # (B, Tv)
-        mask = self._window(state["weights"], mask, training)
-        weights = attention_ops.attention_weights(logits, mask, self.probability_fn)
+        if self.inference_window is None or training:
+            keys = key_features + self._location(state, key_features)  # (B, Tv, U)
+            logits = scores.AdditiveScore().logits(query, keys, v)[:, 0]  # (B, Tv)
+            weights = attention_ops.attention_weights(logits, mask, self.probability_fn)
+        else:
+            # Outside training with a window, positions outside it get no
+            # weight: score only the window's n positions (the location term
+            # is most of a step's multiply-adds), then place the weights.
+            length = ops.shape(key_features)[1]
+            positions = self._window_positions(state["weights"])  # (B, n)
+            inside = ops.logical_and(positions >= 0, positions < length)
+            index = ops.clip(positions, 0, length - 1)
+            if mask is not None:
+                mask = ops.broadcast_to(ops.cast(mask, "bool"), ops.shape(key_features)[:2])
+                inside = ops.logical_and(inside, ops.take_along_axis(mask, index, axis=1))
+            keys = ops.take_along_axis(key_features, index[..., None], axis=1)  # (B, n, U)
+            keys = keys + self._location(state, keys, positions)
+            logits = scores.AdditiveScore().logits(query, keys, v)[:, 0]  # (B, n)
+            weights = attention_ops.attention_weights(logits, inside, self.probability_fn)
+            weights = _place(weights, positions[:, :1], length)  # (B, Tv)
         weights = ops.cast(weights, self._state_dtype)
         return weights, {"weights": weights, "cumulative": state["cumulative"] + weights}
 
@@ -202,3 +222,12 @@ class LocationSensitiveAttention(KernelArgsMixin, AlignmentAttention):
             **self._kernel_config(),
         )
         return config
+
+
+def _place(window_weights, start, length):
+    """`(B, n)` weights of the positions `start .. start + n - 1` as `(B, Tv)`, zero elsewhere."""
+    size = ops.shape(window_weights)[1]
+    offset = ops.arange(length, dtype="int32")[None] - start  # (B, Tv)
+    inside = ops.logical_and(offset >= 0, offset < size)
+    taken = ops.take_along_axis(window_weights, ops.clip(offset, 0, size - 1), axis=1)
+    return ops.where(inside, taken, ops.zeros_like(taken))
