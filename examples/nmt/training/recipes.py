@@ -16,8 +16,8 @@ the values used.
   attention, 256 units) in the same 27 minutes of training on 2 CPU cores
   (``docs/transformers.md``).
 * ``g2p``: grapheme-to-phoneme conversion: lower-cased letters in
-  (``letters``), phoneme symbols out (``symbols``), an RNN with Bahdanau
-  attention and a Luong decoder, beam search of 4 for evaluation
+  (``letters``), phoneme symbols out (``symbols``), an RNN of 512 units with
+  Bahdanau attention and a Luong decoder, beam search of 4 for evaluation
   (``docs/pronunciation.md``).
 
 ``--architecture`` picks the model; left out, it is the recipe's
@@ -76,10 +76,13 @@ RECIPES = {
         "source_tokenizer": "letters",
         "target_tokenizer": "symbols",
         "vocab_size": 1000,
-        "embedding_dim": 64,
-        "units": 256,
+        # 512 units (256 a direction in the encoder) and embeddings of 128:
+        # WER 25.38% against 28.21% for 256 / 64 / dropout 0.1, in 29 min of
+        # training on 2 CPU cores (examples/nmt/README.md); dropout 0.3 did worse.
+        "embedding_dim": 128,
+        "units": 512,
         "num_heads": 4,
-        "dropout": 0.1,
+        "dropout": 0.2,
         "label_smoothing": 0.1,
         "epochs": 10,
         "batch_size": 128,
