@@ -194,18 +194,24 @@ class LocationSensitiveAttention(KernelArgsMixin, AlignmentAttention):
             # Outside training with a window, positions outside it get no
             # weight: score only the window's n positions (the location term
             # is most of a step's multiply-adds), then place the weights.
-            length = ops.shape(key_features)[1]
             positions = self._window_positions(state["weights"])  # (B, n)
-            inside = ops.logical_and(positions >= 0, positions < length)
-            index = ops.clip(positions, 0, length - 1)
-            if mask is not None:
-                mask = ops.broadcast_to(ops.cast(mask, "bool"), ops.shape(key_features)[:2])
-                inside = ops.logical_and(inside, ops.take_along_axis(mask, index, axis=1))
-            keys = ops.take_along_axis(key_features, index[..., None], axis=1)  # (B, n, U)
+
+            def at(x):  # x (B, Tv, ...) at the window's positions, zero outside the memory
+                return location_relative.windows_at(x, positions, 1, before=0)[:, :, 0]
+
+            valid = ops.ones_like(key_features[..., 0]) if mask is None else mask
+            valid = ops.broadcast_to(
+                ops.cast(valid, key_features.dtype), ops.shape(key_features)[:2]
+            )
+            inside = at(valid) > 0  # (B, n): inside the memory and not masked
+            keys = at(key_features)  # (B, n, U)
             keys = keys + self._location(state, keys, positions)
             logits = scores.AdditiveScore().logits(query, keys, v)[:, 0]  # (B, n)
             weights = attention_ops.attention_weights(logits, inside, self.probability_fn)
-            weights = _place(weights, positions[:, :1], length)  # (B, Tv)
+            # Back into the memory: position j holds window entry j - (m - back).
+            start = -positions[:, :1]  # (B, 1)
+            weights = location_relative.windows_at(weights, start, ops.shape(key_features)[1], 0)
+            weights = weights[:, 0]  # (B, Tv)
         weights = ops.cast(weights, self._state_dtype)
         return weights, {"weights": weights, "cumulative": state["cumulative"] + weights}
 
@@ -222,12 +228,3 @@ class LocationSensitiveAttention(KernelArgsMixin, AlignmentAttention):
             **self._kernel_config(),
         )
         return config
-
-
-def _place(window_weights, start, length):
-    """`(B, n)` weights of the positions `start .. start + n - 1` as `(B, Tv)`, zero elsewhere."""
-    size = ops.shape(window_weights)[1]
-    offset = ops.arange(length, dtype="int32")[None] - start  # (B, Tv)
-    inside = ops.logical_and(offset >= 0, offset < size)
-    taken = ops.take_along_axis(window_weights, ops.clip(offset, 0, size - 1), axis=1)
-    return ops.where(inside, taken, ops.zeros_like(taken))
