@@ -368,6 +368,18 @@ def test_inference_window_step_scores_only_the_window_as_the_numpy_recurrence(fe
     assert np.all((to_numpy(weights) > 0).sum(-1) <= 6)
 
 
+def test_fresh_windowed_layer_steps_as_the_numpy_recurrence(rng):
+    # Its own initial weights (no randomizing), the Tacotron 2 filter width.
+    layer = LocationSensitiveAttention(units=8, filters=4, inference_window=(2, 3))
+    q, k, v = make_inputs(rng, batch=2, tq=6, tv=40)
+    value_mask = np.arange(40)[None] < np.array([[40], [17]])
+    context, weights = layer(q, v, key=k, value_mask=value_mask, return_attention_scores=True)
+    ref_context, ref_weights = reference_run(layer, q, k, v, value_mask)
+    np.testing.assert_allclose(to_numpy(weights), ref_weights, atol=1e-5)
+    np.testing.assert_allclose(to_numpy(context), ref_context, atol=1e-5)
+    np.testing.assert_array_equal(to_numpy(weights)[:, 0, 4:], 0.0)  # first window: 0..3
+
+
 @pytest.mark.parametrize("name", ["bahdanau_monotonic", "luong_monotonic"])
 def test_sigmoid_noise_acts_in_training_only_and_is_seeded(name, rng):
     q, k, v = make_inputs(rng)
