@@ -57,7 +57,13 @@ OUTPUTS = (
     "checkpoint.weights.h5",
 )
 # Flags added since a run's config.json may have been written, with the value they had.
-ADDED_FLAGS = {"architecture": "rnn", "test": None, "keep_stress": False, "join_words": None}
+ADDED_FLAGS = {
+    "architecture": "rnn",
+    "test": None,
+    "keep_stress": False,
+    "join_words": None,
+    "ema": 0.0,
+}
 # Flags that may change between a run and its resumption.
 RESUME_IRRELEVANT = frozenset(
     {

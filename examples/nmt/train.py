@@ -134,6 +134,13 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup-steps", type=at_least(0), help="(recipe)")
     parser.add_argument("--clipnorm", type=float, default=1.0, help="per-variable; 0 = off")
     parser.add_argument(
+        "--ema",
+        type=float,
+        default=0.0,
+        help="momentum of a moving average of the weights (0.999, say), which "
+        "validation, the best epoch and model.keras then use; 0 = off",
+    )
+    parser.add_argument(
         "--output-bias",
         choices=("unigram", "zeros"),
         default="unigram",
@@ -175,6 +182,8 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         parser.error(
             f"argument --label-smoothing: expected 0 <= value < 1, received {args.label_smoothing}"
         )
+    if not 0.0 <= args.ema < 1.0:
+        parser.error(f"argument --ema: expected 0 <= value < 1, received {args.ema}")
     if args.architecture == "rnn":
         if args.units % 2:
             parser.error(f"argument --units: expected an even number, received {args.units}")

@@ -17,6 +17,14 @@ last committed epoch whole. ``restore`` reloads it before ``fit``
 ``EarlyStopping``; the training batches of the resumed epochs are the same
 because the caller skips the batches of the finished ones. After ``fit``,
 ``restore_best`` loads the best epoch's weights.
+
+With ``--ema`` (the optimizer's ``use_ema``: an exponential moving average of
+the weights, Polyak averaging), validation scores the averages
+(``keras.callbacks.SwapEMAWeights``) and ``best_E.weights.h5`` holds them in
+the model's variables (``swap_averages`` around the save), so ``restore_best``
+and ``model.keras`` give the averaged weights; ``epoch_N.weights.h5`` keeps
+the trained weights and their averages in place, so a resumed run goes on
+with both.
 """
 
 from __future__ import annotations
@@ -31,6 +39,27 @@ import keras
 from examples.nmt import runs
 
 STATE = "state.json"
+
+
+def averaging_optimizer(model: keras.Model):
+    """The optimizer of ``model`` that keeps weight averages (``use_ema``), or None."""
+    optimizer = getattr(model.optimizer, "inner_optimizer", model.optimizer)  # loss scaling
+    return optimizer if getattr(optimizer, "use_ema", False) else None
+
+
+def swap_averages(optimizer) -> None:
+    """Exchanges the trainable variables' values with their moving averages.
+
+    The same exchange as ``keras.callbacks.SwapEMAWeights`` (whose attributes it
+    reads); twice is the identity.
+    """
+    # Keras has no public accessor for the pairs; its own callback reads these.
+    variables = optimizer._trainable_variables  # noqa: SLF001
+    pairs = zip(variables, optimizer._model_variables_moving_average)  # noqa: SLF001
+    for variable, average in pairs:
+        value = keras.ops.convert_to_numpy(variable)
+        variable.assign(average)
+        average.assign(value)
 
 
 class RunCheckpoint(keras.callbacks.Callback):
@@ -84,7 +113,17 @@ class RunCheckpoint(keras.callbacks.Callback):
             for name, value in saved.items():
                 setattr(self.early_stopping, name, value)
 
-    def _save_weights(self, name: str) -> str:
+    def _save_weights(self, name: str, averaged: bool = False) -> str:
+        optimizer = averaging_optimizer(self.model) if averaged else None
+        if optimizer is not None:
+            swap_averages(optimizer)
+        try:
+            return self._write_weights(name)
+        finally:
+            if optimizer is not None:
+                swap_averages(optimizer)
+
+    def _write_weights(self, name: str) -> str:
         temporary = os.path.join(self.directory, f"{name}.tmp.weights.h5")
         self.model.save_weights(temporary)
         os.replace(temporary, os.path.join(self.directory, f"{name}.weights.h5"))
@@ -96,7 +135,9 @@ class RunCheckpoint(keras.callbacks.Callback):
         state = dict(self.state)
         if state["best_value"] is None or value < state["best_value"]:
             state.update(
-                best_epoch=epoch, best_value=value, best_weights=self._save_weights(f"best_{epoch}")
+                best_epoch=epoch,
+                best_value=value,
+                best_weights=self._save_weights(f"best_{epoch}", averaged=True),
             )
         stopping = self.early_stopping
         best = None if stopping.best is None else float(stopping.best)

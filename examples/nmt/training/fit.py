@@ -2,7 +2,8 @@
 
 ``fit`` batches the splits, builds the model under the ``--strategy``
 (``examples.nmt.training.distribution``), starts the output bias from the
-target unigram frequencies (``--output-bias unigram``), trains with
+target unigram frequencies (``--output-bias unigram``), keeps a moving
+average of the weights if ``--ema`` (validated and saved in their place), trains with
 ``RunCheckpoint`` (``examples.nmt.training.checkpointing``: a killed run resumes
 after its last finished epoch, on the same batches) and saves the best
 epoch's ``model.keras``.
@@ -116,7 +117,10 @@ def fit(
                     target_log_prior(batches["train"], len(vocabularies.target))
                 )
             optimizer = keras.optimizers.Adam(
-                learning_rate_schedule(args, steps_per_epoch), clipnorm=args.clipnorm or None
+                learning_rate_schedule(args, steps_per_epoch),
+                clipnorm=args.clipnorm or None,
+                use_ema=args.ema > 0,
+                ema_momentum=args.ema or 0.99,
             )
             model.compile(
                 optimizer=optimizer,
@@ -143,7 +147,13 @@ def fit(
             validation_steps=validation_steps,
             initial_epoch=done,
             epochs=done if checkpoint.state["stopped"] else args.epochs,
-            callbacks=[early_stopping, checkpoint, *tensorboard_callbacks(args), *extra_callbacks],
+            callbacks=[
+                *([keras.callbacks.SwapEMAWeights()] if args.ema else []),  # for validation
+                early_stopping,
+                checkpoint,
+                *tensorboard_callbacks(args),
+                *extra_callbacks,
+            ],
             verbose=1,
             shuffle=False,
         )

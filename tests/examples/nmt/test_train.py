@@ -115,6 +115,8 @@ def test_transformer_trains_exports_and_draws_every_head(date_data_dir, tmp_path
             ("--dataset", "tsv:pairs.tsv", "--units", "32"),
             "received --architecture transformer (the real recipe's default)",
         ),
+        (("--ema", "1.0"), "--ema: expected 0 <= value < 1, received 1.0"),
+        (("--ema", "-0.5"), "--ema: expected 0 <= value < 1, received -0.5"),
     ],
 )
 def test_architecture_flags_are_checked(extra, match, capsys):

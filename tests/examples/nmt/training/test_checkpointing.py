@@ -166,3 +166,75 @@ def test_killed_five_times_ends_like_an_uninterrupted_run(date_data_dir, tmp_pat
     with open(reference / "history.csv") as a, open(out / "history.csv") as b:
         for row_a, row_b in zip(csv.DictReader(a), csv.DictReader(b)):
             assert float(row_a["val_loss"]) == pytest.approx(float(row_b["val_loss"]), rel=1e-5)
+
+
+def averaging_run(directory, epochs, initial_epoch=0, momentum=0.5):
+    """A linear model fitted with weight averages; returns it, the checkpoint and
+    the trained (not averaged) kernels after every step of this call."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(32, 3)).astype("float32")
+    y = x @ np.array([[1.0], [-2.0], [0.5]], "float32")
+    x_val = rng.normal(size=(16, 3)).astype("float32")
+    y_val = x_val @ np.array([[1.0], [-2.0], [0.5]], "float32")
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1, use_bias=False)])
+    model.layers[0].kernel.assign(np.zeros((3, 1), "float32"))
+    model.compile(keras.optimizers.Adam(0.1, use_ema=True, ema_momentum=momentum), "mse")
+    model.optimizer.build(model.trainable_variables)
+    stopping = keras.callbacks.EarlyStopping(patience=5)
+    (directory / "backup").mkdir(parents=True, exist_ok=True)
+    checkpoint = checkpointing.RunCheckpoint(
+        str(directory / "backup"), stopping, str(directory / "history.csv")
+    )
+    done = checkpoint.restore(model)
+    assert done == initial_epoch
+    kernels = []
+    record = keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: kernels.append(model.layers[0].kernel.numpy())
+    )
+    model.fit(
+        x,
+        y,
+        batch_size=8,
+        epochs=epochs,
+        initial_epoch=done,
+        validation_data=(x_val, y_val),
+        shuffle=False,
+        verbose=0,
+        callbacks=[keras.callbacks.SwapEMAWeights(), stopping, checkpoint, record],
+    )
+    return model, checkpoint, kernels, (x_val, y_val)
+
+
+def moving_averages(kernels, momentum):
+    """a_1 = w_1, a_t = m a_(t-1) + (1 - m) w_t: the average after every step."""
+    averages = [kernels[0]]
+    for kernel in kernels[1:]:
+        averages.append(momentum * averages[-1] + (1 - momentum) * kernel)
+    return averages
+
+
+def test_with_weight_averages_validation_and_the_best_epoch_use_the_averages(tmp_path):
+    model, checkpoint, kernels, (x_val, y_val) = averaging_run(tmp_path, epochs=3)
+    steps = 4  # 32 examples in batches of 8
+    averages = moving_averages(kernels, 0.5)
+    epoch_ends = [averages[steps * (epoch + 1) - 1] for epoch in range(3)]
+    val_losses = [row["val_loss"] for row in checkpoint.state["history"]]
+    expected = [float(np.mean((x_val @ kernel - y_val) ** 2)) for kernel in epoch_ends]
+    np.testing.assert_allclose(val_losses, expected, rtol=1e-5)  # scored with the averages
+    raw_loss = float(np.mean((x_val @ kernels[-1] - y_val) ** 2))
+    assert abs(raw_loss - expected[-1]) > 1e-3  # the two differ: the check can tell
+    # After fit the model is back on its trained weights; the best epoch's are averages.
+    best = checkpoint.state["best_epoch"]
+    checkpoint.restore_best(model)
+    np.testing.assert_allclose(model.layers[0].kernel.numpy(), epoch_ends[best], rtol=1e-5)
+    assert not np.allclose(epoch_ends[best], kernels[steps * (best + 1) - 1], rtol=1e-3)
+
+
+def test_a_resumed_run_goes_on_with_its_trained_weights_and_their_averages(tmp_path):
+    _, reference, _, _ = averaging_run(tmp_path / "reference", epochs=3)
+    averaging_run(tmp_path / "resumed", epochs=1)  # "killed" after epoch 1
+    model, resumed, _, _ = averaging_run(tmp_path / "resumed", epochs=3, initial_epoch=1)
+    assert resumed.state["best_epoch"] == reference.state["best_epoch"]
+    reference_losses = [row["val_loss"] for row in reference.state["history"]]
+    resumed_losses = [row["val_loss"] for row in resumed.state["history"]]
+    np.testing.assert_allclose(resumed_losses, reference_losses, rtol=1e-5)

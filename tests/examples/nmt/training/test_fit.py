@@ -1,9 +1,10 @@
 """Training options end to end on tiny runs: XLA, resumption after a kill, two replicas.
 
 ``--jit-compile`` trains the input-feeding decoder; a killed run resumes
-without losing a finished epoch; ``--strategy mirrored`` on two logical CPU
-devices. (Apart from test_train.py so that xdist's ``--dist loadfile`` can run
-them beside that module's runs: each is a whole training run.)
+without losing a finished epoch; ``--ema`` saves the weights' moving average;
+``--strategy mirrored`` on two logical CPU devices. (Apart from test_train.py
+so that xdist's ``--dist loadfile`` can run them beside that module's runs:
+each is a whole training run.)
 """
 
 import os
@@ -12,6 +13,7 @@ import sys
 import textwrap
 
 import keras
+import numpy as np
 import pytest
 
 if keras.backend.backend() != "tensorflow":
@@ -24,6 +26,7 @@ tf = pytest.importorskip("tensorflow")
 
 import tiny  # noqa: E402
 
+from examples.nmt import runs  # noqa: E402
 from examples.nmt import train  # noqa: E402
 from examples.nmt.training import pipeline  # noqa: E402
 
@@ -60,6 +63,28 @@ def test_interrupted_run_resumes_after_its_last_finished_epoch(date_data_dir, tm
     train.main(argv)
     assert tiny.history_epochs(out) == [0, 1]  # epoch 0 was not trained again
     assert (out / "model.keras").exists() and not (out / "backup").exists()
+
+
+def test_ema_trains_and_saves_the_moving_average_of_the_weights(date_data_dir, tmp_path):
+    """--ema 0.5: model.keras holds the average of the output kernel over the
+    steps (a_1 = w_1, a_t = m a_(t-1) + (1 - m) w_t), not its last value."""
+    out = tmp_path / "run"
+    argv = tiny.tiny_args(
+        out, "--ema", "0.5", "--no-export", "--no-evaluate", data_dir=date_data_dir
+    )
+    kernels = []
+
+    class Record(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            kernels.append(self.model.output_layer.kernel.numpy())
+
+    pipeline.train(train.parse_args(argv), extra_callbacks=[Record()])
+    average = kernels[0]
+    for kernel in kernels[1:]:
+        average = 0.5 * average + 0.5 * kernel
+    saved, _ = runs.load_run(str(out))
+    assert len(kernels) > 1 and not np.allclose(average, kernels[-1], atol=1e-4)
+    np.testing.assert_allclose(saved.output_layer.kernel.numpy(), average, atol=1e-6)
 
 
 def test_mirrored_strategy_on_two_logical_cpus(date_data_dir, tmp_path):
