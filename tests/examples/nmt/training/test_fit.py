@@ -66,17 +66,21 @@ def test_interrupted_run_resumes_after_its_last_finished_epoch(date_data_dir, tm
 
 
 def test_ema_trains_and_saves_the_moving_average_of_the_weights(date_data_dir, tmp_path):
-    """--ema 0.5: model.keras holds the average of the output kernel over the
-    steps (a_1 = w_1, a_t = m a_(t-1) + (1 - m) w_t), not its last value."""
+    """--ema 0.5: validation runs on, and model.keras holds, the average of the
+    output kernel over the steps (a_1 = w_1, a_t = m a_(t-1) + (1 - m) w_t),
+    not its last value."""
     out = tmp_path / "run"
     argv = tiny.tiny_args(
         out, "--ema", "0.5", "--no-export", "--no-evaluate", data_dir=date_data_dir
     )
-    kernels = []
+    kernels, validated = [], []
 
     class Record(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
             kernels.append(self.model.output_layer.kernel.numpy())
+
+        def on_test_begin(self, logs=None):
+            validated.append(self.model.output_layer.kernel.numpy())
 
     pipeline.train(train.parse_args(argv), extra_callbacks=[Record()])
     average = kernels[0]
@@ -85,6 +89,8 @@ def test_ema_trains_and_saves_the_moving_average_of_the_weights(date_data_dir, t
     saved, _ = runs.load_run(str(out))
     assert len(kernels) > 1 and not np.allclose(average, kernels[-1], atol=1e-4)
     np.testing.assert_allclose(saved.output_layer.kernel.numpy(), average, atol=1e-6)
+    assert len(validated) == 1  # one epoch
+    np.testing.assert_allclose(validated[0], average, atol=1e-6)
 
 
 def test_mirrored_strategy_on_two_logical_cpus(date_data_dir, tmp_path):
