@@ -21,7 +21,8 @@ because the caller skips the batches of the finished ones. After ``fit``,
 With ``--ema`` (the optimizer's ``use_ema``: an exponential moving average of
 the weights, Polyak averaging), validation scores the averages
 (``keras.callbacks.SwapEMAWeights``) and ``best_E.weights.h5`` holds them in
-the model's variables (``swap_averages`` around the save), so ``restore_best``
+the model's variables (the same callback swaps them in around the save:
+pass it as ``averages``), so ``restore_best``
 and ``model.keras`` give the averaged weights; ``epoch_N.weights.h5`` keeps
 the trained weights and their averages in place, so a resumed run goes on
 with both.
@@ -41,27 +42,6 @@ from examples.nmt import runs
 STATE = "state.json"
 
 
-def averaging_optimizer(model: keras.Model):
-    """The optimizer of ``model`` that keeps weight averages (``use_ema``), or None."""
-    optimizer = getattr(model.optimizer, "inner_optimizer", model.optimizer)  # loss scaling
-    return optimizer if getattr(optimizer, "use_ema", False) else None
-
-
-def swap_averages(optimizer) -> None:
-    """Exchanges the trainable variables' values with their moving averages.
-
-    The same exchange as ``keras.callbacks.SwapEMAWeights`` (whose attributes it
-    reads); twice is the identity.
-    """
-    # Keras has no public accessor for the pairs; its own callback reads these.
-    variables = optimizer._trainable_variables  # noqa: SLF001
-    pairs = zip(variables, optimizer._model_variables_moving_average)  # noqa: SLF001
-    for variable, average in pairs:
-        value = keras.ops.convert_to_numpy(variable)
-        variable.assign(average)
-        average.assign(value)
-
-
 class RunCheckpoint(keras.callbacks.Callback):
     """See the module doc. Place it after ``early_stopping`` in the callbacks."""
 
@@ -71,12 +51,14 @@ class RunCheckpoint(keras.callbacks.Callback):
         early_stopping: keras.callbacks.EarlyStopping,
         history_path: str,
         monitor: str = "val_loss",
+        averages: keras.callbacks.SwapEMAWeights | None = None,
     ):
         super().__init__()
         self.directory = directory
         self.early_stopping = early_stopping
         self.history_path = history_path
         self.monitor = monitor
+        self.averages = averages  # with --ema: the fit's callback that swaps them in
         self.state: dict[str, Any] = {
             "epochs_done": 0,
             "weights": None,
@@ -114,20 +96,17 @@ class RunCheckpoint(keras.callbacks.Callback):
                 setattr(self.early_stopping, name, value)
 
     def _save_weights(self, name: str, averaged: bool = False) -> str:
-        optimizer = averaging_optimizer(self.model) if averaged else None
-        if optimizer is not None:
-            swap_averages(optimizer)
+        swap = self.averages if averaged else None
+        if swap is not None:
+            swap.on_test_begin()  # the averages into the model's variables
         try:
-            return self._write_weights(name)
+            temporary = os.path.join(self.directory, f"{name}.tmp.weights.h5")
+            self.model.save_weights(temporary)
+            os.replace(temporary, os.path.join(self.directory, f"{name}.weights.h5"))
+            return f"{name}.weights.h5"
         finally:
-            if optimizer is not None:
-                swap_averages(optimizer)
-
-    def _write_weights(self, name: str) -> str:
-        temporary = os.path.join(self.directory, f"{name}.tmp.weights.h5")
-        self.model.save_weights(temporary)
-        os.replace(temporary, os.path.join(self.directory, f"{name}.weights.h5"))
-        return f"{name}.weights.h5"
+            if swap is not None:
+                swap.on_test_end()  # and the trained weights back
 
     def on_epoch_end(self, epoch, logs=None):
         logs = dict(logs or {})

@@ -104,7 +104,11 @@ def fit(
     backup = os.path.join(out, "backup")
     os.makedirs(backup, exist_ok=True)
     early_stopping = keras.callbacks.EarlyStopping(patience=args.patience, verbose=1)
-    checkpoint = RunCheckpoint(backup, early_stopping, os.path.join(out, runs.HISTORY))
+    # With --ema: the averages in the model's variables for validation and the best epoch's file.
+    averages = keras.callbacks.SwapEMAWeights() if args.ema else None
+    checkpoint = RunCheckpoint(
+        backup, early_stopping, os.path.join(out, runs.HISTORY), averages=averages
+    )
 
     if args.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_float16")
@@ -148,7 +152,7 @@ def fit(
             initial_epoch=done,
             epochs=done if checkpoint.state["stopped"] else args.epochs,
             callbacks=[
-                *([keras.callbacks.SwapEMAWeights()] if args.ema else []),  # for validation
+                *([averages] if averages else []),
                 early_stopping,
                 checkpoint,
                 *tensorboard_callbacks(args),

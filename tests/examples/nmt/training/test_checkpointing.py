@@ -182,8 +182,9 @@ def averaging_run(directory, epochs, initial_epoch=0, momentum=0.5):
     model.optimizer.build(model.trainable_variables)
     stopping = keras.callbacks.EarlyStopping(patience=5)
     (directory / "backup").mkdir(parents=True, exist_ok=True)
+    averages = keras.callbacks.SwapEMAWeights()
     checkpoint = checkpointing.RunCheckpoint(
-        str(directory / "backup"), stopping, str(directory / "history.csv")
+        str(directory / "backup"), stopping, str(directory / "history.csv"), averages=averages
     )
     done = checkpoint.restore(model)
     assert done == initial_epoch
@@ -200,7 +201,7 @@ def averaging_run(directory, epochs, initial_epoch=0, momentum=0.5):
         validation_data=(x_val, y_val),
         shuffle=False,
         verbose=0,
-        callbacks=[keras.callbacks.SwapEMAWeights(), stopping, checkpoint, record],
+        callbacks=[averages, stopping, checkpoint, record],
     )
     return model, checkpoint, kernels, (x_val, y_val)
 
