@@ -9,6 +9,9 @@ One entry a line, a word then its phonemes:
   alternates ``word(2)``, a trailing ``# comment`` on some lines;
 * Phonetisaurus / g2p-seq2seq: ``word<TAB>PH ON EMES``.
 
+``read_pronunciations`` reads any of them; ``write_pronunciations`` writes
+the last.
+
 ``read_pronunciations`` yields ``(word, phonemes)`` pairs, the alternate
 number dropped (an alternate is one more reference of the same word), the
 phonemes joined by single spaces; with ``stress=False`` (the G2P papers'
@@ -24,6 +27,7 @@ import gzip
 import lzma
 import os
 import re
+from collections.abc import Iterable
 from collections.abc import Iterator
 
 _OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
@@ -96,3 +100,26 @@ def read_pronunciations(path: str | os.PathLike, stress: bool = False) -> Iterat
             if entry is not None:
                 word, phonemes = entry
                 yield word, phonemes if stress else remove_stress(phonemes)
+
+
+def write_pronunciations(entries: Iterable[tuple[str, str]], path: str | os.PathLike) -> int:
+    """Writes ``(word, phonemes)`` entries as ``word<TAB>PH ON EMES`` lines; returns their count.
+
+    The Phonetisaurus format, which ``read_pronunciations`` reads back entry
+    for entry (an alternate is one more line of its word).
+
+    Raises:
+        DictionaryFormatError: an entry that would not read back (an empty
+            word or no phonemes, a tab or line break in it), naming it.
+    """
+    count = 0
+    with open(path, "w", encoding="utf-8", newline="\n") as file:
+        for word, phonemes in entries:
+            if not word.strip() or not phonemes.split() or re.search(r"[\t\r\n]", word + phonemes):
+                raise DictionaryFormatError(
+                    "Expected entries of a word and at least one phoneme, without tabs or "
+                    f"line breaks. Received: {(word, phonemes)!r}"
+                )
+            file.write(f"{word}\t{' '.join(phonemes.split())}\n")
+            count += 1
+    return count

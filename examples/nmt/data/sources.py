@@ -30,12 +30,17 @@ With ``test=PATH`` (``--test``), a file in the format of the dataset
 the test split instead; validation is still carved from train by hash, and
 training examples whose source is a test source are dropped (and counted).
 
-``python -m examples.nmt.data`` builds a dataset and prints a few examples.
+``python -m examples.nmt.data`` builds a dataset and prints a few examples;
+with ``--write-splits DIR`` it writes a pronunciation dataset's splits as
+dictionary files (``train.dict``, ``validation.dict``, ``test.dict``), so
+that the same split can be read back with ``dict:`` / ``--test`` or scored
+by other G2P tools.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Sequence
 
 import tensorflow as tf
@@ -310,14 +315,39 @@ def splits_from_args(args: argparse.Namespace) -> Splits:
     )
 
 
+def write_splits(splits: Splits, folder: str) -> None:
+    """Writes each split of pronunciations to ``folder/SPLIT.dict``; prints the counts."""
+    os.makedirs(folder, exist_ok=True)
+    for name, split in splits.items():
+        entries = (
+            (example["source"].decode(), example["target"].decode())
+            for example in split.as_numpy_iterator()
+        )
+        path = os.path.join(folder, f"{name}.dict")
+        print(f"{path}: {pronunciations.write_pronunciations(entries, path):,} entries")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Builds (and caches) a dataset, then prints a few examples of each split."""
     parser = argparse.ArgumentParser(prog="python -m examples.nmt.data", description=main.__doc__)
     add_arguments(parser)
     parser.add_argument("--show", type=int, default=3, help="examples to print a split")
+    parser.add_argument(
+        "--write-splits",
+        metavar="DIR",
+        help="pronunciations: write each split to DIR/SPLIT.dict (word<TAB>PH ON EMES)",
+    )
     args = parser.parse_args(argv)
+    if args.write_splits and not is_pronunciation(args.dataset):
+        cli.fail(
+            parser.prog,
+            "expected --write-splits with a pronunciation dataset (cmu_pronouncing_dictionary, "
+            f"dict:PATH). Received --dataset {args.dataset}",
+        )
     try:
         splits = splits_from_args(args)
+        if args.write_splits:
+            write_splits(splits, args.write_splits)
     except (OSError, ValueError) as error:
         cli.fail(parser.prog, str(error))
     for name, split in splits.items():

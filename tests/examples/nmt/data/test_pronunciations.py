@@ -174,6 +174,38 @@ def test_a_test_file_replaces_the_hash_test_split_and_leaves_training(tmp_path, 
     assert f"Dropped {dropped} of {total} training examples" in capsys.readouterr().out
 
 
+def pairs(dataset):
+    return sorted(zip(texts(dataset), texts(dataset, "target"), strict=True))
+
+
+def test_written_splits_read_back_as_the_same_split(tmp_path, capsys):
+    path = write(tmp_path / "words.dict", word_list(600))
+    splits = sources.load_splits(f"dict:{path}")
+    out = tmp_path / "splits"
+    sources.main(["--dataset", f"dict:{path}", "--write-splits", str(out), "--show", "0"])
+    printed = capsys.readouterr().out
+    for name, split in splits.items():
+        written = list(pronunciations.read_pronunciations(out / f"{name}.dict"))
+        assert sorted(written) == pairs(split), name
+        assert f"{name}.dict: {len(written):,} entries" in printed
+    # Training and validation in one file, the test file as --test: the same three splits.
+    rest = (out / "train.dict").read_text() + (out / "validation.dict").read_text()
+    (tmp_path / "rest.dict").write_text(rest)
+    again = sources.load_splits(f"dict:{tmp_path / 'rest.dict'}", test=str(out / "test.dict"))
+    for name in splits:
+        assert pairs(again[name]) == pairs(splits[name]), name
+
+
+def test_write_splits_refuses_what_would_not_read_back_and_other_datasets(tmp_path, capsys):
+    for word, phonemes in [("", "T AH"), ("tab\tword", "T AH"), ("word", " "), ("a", "B\nC")]:
+        with pytest.raises(pronunciations.DictionaryFormatError, match="Expected entries"):
+            pronunciations.write_pronunciations([(word, phonemes)], tmp_path / "bad.dict")
+    with pytest.raises(SystemExit) as exit_info:
+        sources.main(["--dataset", "date_normalization/small", "--write-splits", str(tmp_path)])
+    assert exit_info.value.code == 2
+    assert "expected --write-splits with a pronunciation dataset" in capsys.readouterr().err
+
+
 def test_a_test_file_for_a_tfds_pronunciation_dataset_and_a_tsv(tmp_path, monkeypatch):
     path = write(tmp_path / "cmudict.dict.xz", word_list(300), lzma.open)
     monkeypatch.setattr(pronouncing_dictionary, "DICTIONARY", str(path))
