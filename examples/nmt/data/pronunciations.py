@@ -9,10 +9,8 @@ One entry a line, a word then its phonemes:
   alternates ``word(2)``, a trailing ``# comment`` on some lines;
 * Phonetisaurus / g2p-seq2seq: ``word<TAB>PH ON EMES``.
 
-``read_pronunciations`` reads any of them; ``write_pronunciations`` writes
-the last.
-
-``read_pronunciations`` yields ``(word, phonemes)`` pairs, the alternate
+``write_pronunciations`` writes the last. ``read_pronunciations`` reads any
+of them and yields ``(word, phonemes)`` pairs, the alternate
 number dropped (an alternate is one more reference of the same word), the
 phonemes joined by single spaces; with ``stress=False`` (the G2P papers'
 setting: 39 phonemes) the stress digits are removed, ``AH0`` -> ``AH``. The
