@@ -22,7 +22,7 @@ from examples.nmt import cli
 from examples.nmt import runs
 from examples.nmt.data import sources
 from examples.nmt.evaluation import evaluate
-from examples.nmt.models import rnn
+from examples.nmt.models import attentions
 
 
 def run_flags() -> set[str]:
@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     try:
         model, vocabularies = runs.load_run(args.model)
         if args.attention_mode is not None:
-            rnn.set_attention_mode(model, args.attention_mode)
+            attentions.set_attention_mode(model, args.attention_mode)
         split = sources.splits_from_args(args)[args.split]
     except (OSError, ValueError, cli.RunError) as error:
         cli.fail(parser.prog, str(error))

@@ -63,6 +63,8 @@ ADDED_FLAGS = {
     "keep_stress": False,
     "join_words": None,
     "ema": 0.0,
+    "encoder_layers": 1,
+    "attention_units": None,
 }
 # Flags that may change between a run and its resumption.
 RESUME_IRRELEVANT = frozenset(

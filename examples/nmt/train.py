@@ -39,7 +39,8 @@ from typing import Any
 
 from examples.nmt import cli
 from examples.nmt.data import sources
-from examples.nmt.models.rnn import ATTENTIONS
+from examples.nmt.models.attentions import ATTENTIONS
+from examples.nmt.models.attentions import SIZED_ATTENTIONS
 from examples.nmt.models.rnn import DECODERS
 from examples.nmt.models.rnn import RNNS
 from examples.nmt.text.vocabularies import TOKENIZERS
@@ -78,6 +79,18 @@ def make_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--decoder", choices=DECODERS, help="(recipe, rnn)")
     parser.add_argument("--rnn", default="gru", choices=RNNS, help="(rnn)")
+    parser.add_argument(
+        "--attention-units",
+        type=positive,
+        help="(rnn) hidden size of a bahdanau, location, monotonic, stepwise, gmm or dca "
+        "attention (default: --units)",
+    )
+    parser.add_argument(
+        "--encoder-layers",
+        type=positive,
+        default=1,
+        help="(rnn) bidirectional RNN layers in the encoder",
+    )
     parser.add_argument(
         "--recipe",
         choices=("auto", *recipes.RECIPES),
@@ -187,6 +200,11 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
     if args.architecture == "rnn":
         if args.units % 2:
             parser.error(f"argument --units: expected an even number, received {args.units}")
+        if args.attention_units is not None and args.attention not in SIZED_ATTENTIONS:
+            parser.error(
+                f"argument --attention-units: only for --attention in "
+                f"{', '.join(SIZED_ATTENTIONS)}, received --attention {args.attention}"
+            )
         if args.attention == "multihead" and args.units % args.num_heads:
             parser.error(
                 f"argument --num-heads: expected a divisor of --units {args.units}, "

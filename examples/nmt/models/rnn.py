@@ -42,7 +42,6 @@ translator needs neither its linear time nor its online reading.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import keras
@@ -50,81 +49,13 @@ import tensorflow as tf
 from keras import ops
 
 import keras_attention
+from examples.nmt.models.attentions import make_attention
 from examples.nmt.models.decoding import Memory
 from examples.nmt.text.special import PAD_ID
 from keras_attention.layers.attention_rnn_cell import AttentionRNNState
 
 DECODERS = ("bahdanau", "luong")
 RNNS = ("gru", "lstm")
-# What monotonic attention trains with: a little noise on its stopping
-# probabilities (regularization; decoding stays in the soft "parallel" mode).
-MONOTONIC_SIGMOID_NOISE = 0.5
-
-
-def _multihead(units: int, num_heads: int) -> keras.layers.Layer:
-    if num_heads < 1 or units % num_heads:
-        raise ValueError(
-            f"Expected num_heads >= 1 dividing units. Received: units={units}, "
-            f"num_heads={num_heads}"
-        )
-    return keras_attention.MultiHead(num_heads, units // num_heads, name="attention")
-
-
-# The one place an attention is registered: name -> layer for ``units``-feature
-# queries and memory, given (units, num_heads). A layer with an alignment state
-# (``has_alignment_state``) needs nothing more: both decoders carry its state.
-# None: a name reserved for a layer of issue 21 that is not in the package yet.
-ATTENTION_LAYERS: dict[str, Callable[[int, int], keras.layers.Layer]] = {
-    "bahdanau": lambda units, _: keras_attention.BahdanauAttention(units, name="attention"),
-    "luong": lambda units, _: keras_attention.LuongAttention("general", name="attention"),
-    "scaled_dot": lambda units, _: keras_attention.ScaledDotProduct(name="attention"),
-    "multihead": _multihead,
-    # Tacotron 2's 32 filters of width 31, with `units` inside the tanh.
-    "location": lambda units, _: keras_attention.LocationSensitiveAttention(
-        units, name="attention"
-    ),
-    # Trained and decoded in the soft "parallel" mode (see the module doc).
-    "monotonic": lambda units, _: keras_attention.BahdanauMonotonicAttention(
-        units, sigmoid_noise=MONOTONIC_SIGMOID_NOISE, mode="parallel", name="attention"
-    ),
-    "local-p": lambda units, _: keras_attention.LuongLocalPAttention(name="attention"),
-    # As monotonic: soft in training and decoding, a little noise in training.
-    "stepwise": lambda units, _: keras_attention.StepwiseMonotonicAttention(
-        units, sigmoid_noise=MONOTONIC_SIGMOID_NOISE, mode="soft", name="attention"
-    ),
-    # GMMv2b, 5 components (its state holds the (B, 5) means); DCA, the paper's filters.
-    "gmm": lambda units, _: keras_attention.GMMAttention(units=units, name="attention"),
-    "dca": lambda units, _: keras_attention.DynamicConvolutionAttention(
-        units=units, name="attention"
-    ),
-}
-ATTENTIONS = tuple(ATTENTION_LAYERS)
-
-
-def make_attention(kind: str, units: int, num_heads: int = 4) -> keras.layers.Layer:
-    """One of the package's layers, sized for ``units``-feature queries and memory."""
-    if kind not in ATTENTIONS:
-        raise ValueError(f"Expected attention in {ATTENTIONS}. Received: {kind!r}")
-    return ATTENTION_LAYERS[kind](units, num_heads)
-
-
-def set_attention_mode(model: keras.Model, mode: str) -> None:
-    """Decodes with the model's monotonic or stepwise attention in ``mode`` (in memory only).
-
-    For scoring weights trained in one mode in another: ``"hard"`` decoding
-    of a ``monotonic`` run trained ``"parallel"`` (soft), the recipe of
-    Raffel et al. 2017. Raises ValueError for an attention without modes or
-    a mode it does not have.
-    """
-    attention = getattr(model, "attention_layer", None)  # Seq2Seq's; a Transformer has none
-    config = attention.get_config() if attention is not None else {}
-    if "mode" not in config:
-        raise ValueError(
-            "Expected a run whose attention has modes (monotonic, stepwise) for "
-            f"--attention-mode. Received a run with {type(attention).__name__}"
-        )
-    type(attention)(**{**config, "mode": mode})  # ValueError for a mode it lacks
-    attention.mode = mode
 
 
 def _rnn_cell(rnn: str, units: int, name: str) -> keras.layers.Layer:
@@ -166,6 +97,8 @@ class Seq2Seq(keras.Model):
         rnn: str = "gru",
         num_heads: int = 4,
         dropout: float = 0.0,
+        encoder_layers: int = 1,
+        attention_units: int | None = None,
         **kwargs: Any,
     ):
         if decoder not in DECODERS:
@@ -174,12 +107,28 @@ class Seq2Seq(keras.Model):
             raise ValueError(f"Expected rnn in {RNNS}. Received: {rnn!r}")
         if units < 2 or units % 2:
             raise ValueError(f"Expected an even number of units >= 2. Received: units={units}")
+        if isinstance(encoder_layers, bool) or not isinstance(encoder_layers, int):
+            raise TypeError(
+                f"Expected encoder_layers to be an int. Received: {type(encoder_layers).__name__}"
+            )
+        if encoder_layers < 1:
+            raise ValueError(f"Expected encoder_layers >= 1. Received: {encoder_layers}")
         # === Layers (what `step` runs) ===
         self.source_embedding = keras.layers.Embedding(
             source_vocab_size, embedding_dim, mask_zero=True, name="source_embedding"
         )
         self.source_dropout = keras.layers.Dropout(dropout, name="source_dropout")
         encoder_rnn = {"gru": keras.layers.GRU, "lstm": keras.layers.LSTM}[rnn]
+        # The layers below the top one (encoder_layers > 1), dropout after each;
+        # the top keeps the name "encoder", so one-layer runs load as before.
+        self.lower_encoders = [
+            keras.layers.Bidirectional(
+                encoder_rnn(units // 2, return_sequences=True, name=f"encoder_rnn_{index}"),
+                name=f"encoder_{index}",
+            )
+            for index in range(encoder_layers - 1)
+        ]
+        self.encoder_dropout = keras.layers.Dropout(dropout, name="encoder_dropout")
         self.encoder = keras.layers.Bidirectional(
             encoder_rnn(units // 2, return_sequences=True, return_state=True, name="encoder_rnn"),
             name="encoder",
@@ -193,7 +142,7 @@ class Seq2Seq(keras.Model):
             target_vocab_size, embedding_dim, mask_zero=True, name="target_embedding"
         )
         self.target_dropout = keras.layers.Dropout(dropout, name="target_dropout")
-        self.attention_layer = make_attention(attention, units, num_heads)
+        self.attention_layer = make_attention(attention, units, num_heads, attention_units)
         self.input_feeding = decoder == "bahdanau"
         if self.input_feeding:
             self.decoder_cell = keras_attention.AttentionRNNCell(
@@ -243,6 +192,8 @@ class Seq2Seq(keras.Model):
         self.rnn = rnn
         self.num_heads = num_heads
         self.dropout = dropout
+        self.encoder_layers = encoder_layers
+        self.attention_units = attention_units
 
     def get_config(self):
         return {
@@ -257,6 +208,8 @@ class Seq2Seq(keras.Model):
             "rnn": self.rnn,
             "num_heads": self.num_heads,
             "dropout": self.dropout,
+            "encoder_layers": self.encoder_layers,
+            "attention_units": self.attention_units,
         }
 
     @classmethod
@@ -267,8 +220,12 @@ class Seq2Seq(keras.Model):
     def encode(self, source_ids, training=None) -> tuple[Any, Any, list]:
         """Memory ``(B, Ts, units)``, its boolean mask ``(B, Ts)``, the decoder's first states."""
         mask = ops.not_equal(source_ids, PAD_ID)
-        embedded = self.source_dropout(self.source_embedding(source_ids), training=training)
-        memory, *states = self.encoder(embedded, mask=mask, training=training)
+        inputs = self.source_dropout(self.source_embedding(source_ids), training=training)
+        for layer in self.lower_encoders:
+            inputs = self.encoder_dropout(
+                layer(inputs, mask=mask, training=training), training=training
+            )
+        memory, *states = self.encoder(inputs, mask=mask, training=training)
         halves = len(states) // 2
         first = [
             bridge(ops.concatenate([states[index], states[halves + index]], -1))
@@ -369,6 +326,8 @@ def build_model(
     rnn: str = "gru",
     num_heads: int = 4,
     dropout: float = 0.0,
+    encoder_layers: int = 1,
+    attention_units: int | None = None,
 ) -> Seq2Seq:
     """The teacher-forced training model; see the module doc.
 
@@ -383,7 +342,12 @@ def build_model(
         decoder: ``"bahdanau"`` (input feeding) or ``"luong"``.
         rnn: ``"gru"`` or ``"lstm"``.
         num_heads: heads of ``"multihead"``.
-        dropout: dropout on the embeddings and the attentional vector.
+        dropout: dropout on the embeddings, between encoder layers and on the
+            attentional vector.
+        encoder_layers: bidirectional RNN layers in the encoder (the top one's
+            final states start the decoder).
+        attention_units: hidden size of the attention of ``SIZED_ATTENTIONS``
+            (``units`` when None).
     """
     return Seq2Seq(
         source_vocab_size,
@@ -395,4 +359,6 @@ def build_model(
         rnn=rnn,
         num_heads=num_heads,
         dropout=dropout,
+        encoder_layers=encoder_layers,
+        attention_units=attention_units,
     )

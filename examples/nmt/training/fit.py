@@ -76,7 +76,38 @@ def make_model(args: argparse.Namespace, vocabularies: Vocabularies) -> keras.Mo
         rnn=args.rnn,
         num_heads=args.num_heads,
         dropout=args.dropout,
+        encoder_layers=args.encoder_layers,
+        attention_units=args.attention_units,
     )
+
+
+def compiled_model(
+    args: argparse.Namespace,
+    vocabularies: Vocabularies,
+    train_batches: tf.data.Dataset,
+    steps_per_epoch: int,
+) -> keras.Model:
+    """``make_model``, its output bias (``--output-bias``), compiled as ``fit`` trains it.
+
+    Adam on the warm-up and cosine schedule, ``--clipnorm``, ``--ema``, the
+    masked cross-entropy with ``--label-smoothing``, ``--jit-compile``.
+    """
+    model = make_model(args, vocabularies)
+    if args.output_bias == "unigram":
+        model.output_layer.bias.assign(target_log_prior(train_batches, len(vocabularies.target)))
+    optimizer = keras.optimizers.Adam(
+        learning_rate_schedule(args, steps_per_epoch),
+        clipnorm=args.clipnorm or None,
+        use_ema=args.ema > 0,
+        ema_momentum=args.ema or 0.99,
+    )
+    model.compile(
+        optimizer=optimizer,
+        loss=MaskedCrossentropy(args.label_smoothing),
+        metrics=[MaskedAccuracy()],
+        jit_compile=args.jit_compile,
+    )
+    return model
 
 
 def fit(
@@ -115,23 +146,7 @@ def fit(
     strategy = strategy or distribution.make_strategy(args.strategy)
     try:
         with strategy.scope():
-            model = make_model(args, vocabularies)
-            if args.output_bias == "unigram":
-                model.output_layer.bias.assign(
-                    target_log_prior(batches["train"], len(vocabularies.target))
-                )
-            optimizer = keras.optimizers.Adam(
-                learning_rate_schedule(args, steps_per_epoch),
-                clipnorm=args.clipnorm or None,
-                use_ema=args.ema > 0,
-                ema_momentum=args.ema or 0.99,
-            )
-            model.compile(
-                optimizer=optimizer,
-                loss=MaskedCrossentropy(args.label_smoothing),
-                metrics=[MaskedAccuracy()],
-                jit_compile=args.jit_compile,
-            )
+            model = compiled_model(args, vocabularies, batches["train"], steps_per_epoch)
             done = checkpoint.restore(model)
             if distribution.worker_count(strategy) > 1:
                 distribution.prepare_multi_worker_fit(model, batches["train"])

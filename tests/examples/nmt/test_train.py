@@ -116,6 +116,11 @@ def test_transformer_trains_exports_and_draws_every_head(date_data_dir, tmp_path
             "received --architecture transformer (the real recipe's default)",
         ),
         (("--ema", "1.0"), "--ema: expected 0 <= value < 1, received 1.0"),
+        (
+            ("--attention", "luong", "--attention-units", "64"),
+            "--attention-units: only for --attention in bahdanau, location",
+        ),
+        (("--encoder-layers", "0"), "--encoder-layers: expected an integer >= 1, received 0"),
         (("--ema", "-0.5"), "--ema: expected 0 <= value < 1, received -0.5"),
     ],
 )
@@ -167,13 +172,26 @@ def test_pronunciations_get_the_g2p_recipe(extra, recipe, tokenizers, beam_size)
     assert args.beam_size == beam_size
 
 
-def test_attention_flag_takes_and_lists_every_registered_layer(capsys):
-    from examples.nmt.models import rnn
+def test_model_flags_reach_the_rnn():
+    """--encoder-layers and --attention-units size the model train.py builds."""
+    from examples.nmt.training import fit
 
-    for name in rnn.ATTENTIONS:
+    args = train.parse_args(
+        ["--units", "16", "--attention", "dca", "--attention-units", "4", "--encoder-layers", "2"]
+    )
+    model = fit.make_model(args, tiny.tiny_vocabularies())
+    assert len(model.lower_encoders) == 1 and model.attention_layer.get_config()["units"] == 4
+    default = fit.make_model(train.parse_args(["--units", "16"]), tiny.tiny_vocabularies())
+    assert default.lower_encoders == [] and default.attention_layer.get_config()["units"] == 16
+
+
+def test_attention_flag_takes_and_lists_every_registered_layer(capsys):
+    from examples.nmt.models import attentions
+
+    for name in attentions.ATTENTIONS:
         assert train.parse_args(["--attention", name]).attention == name
     (flag,) = [action for action in train.make_parser()._actions if action.dest == "attention"]
-    assert all(name in flag.help for name in rnn.ATTENTIONS)
+    assert all(name in flag.help for name in attentions.ATTENTIONS)
     with pytest.raises(SystemExit) as error:
         train.parse_args(["--attention", "gaussian"])
     assert error.value.code == 2

@@ -14,10 +14,11 @@ tf = pytest.importorskip("tensorflow")
 
 import tiny  # noqa: E402
 
+from examples.nmt.models.attentions import ATTENTIONS  # noqa: E402
+from examples.nmt.models.attentions import SIZED_ATTENTIONS  # noqa: E402
+from examples.nmt.models.attentions import make_attention  # noqa: E402
+from examples.nmt.models.attentions import set_attention_mode  # noqa: E402
 from examples.nmt.models.decoding import search_start  # noqa: E402
-from examples.nmt.models.rnn import ATTENTIONS  # noqa: E402
-from examples.nmt.models.rnn import make_attention  # noqa: E402
-from examples.nmt.models.rnn import set_attention_mode  # noqa: E402
 from examples.nmt.text import special  # noqa: E402
 from keras_attention import decoding  # noqa: E402
 
@@ -189,3 +190,78 @@ def test_saved_and_reloaded_model_steps_like_the_original(tmp_path, attention, d
     got = tiny.search(reloaded, SOURCE, max_length=5)
     np.testing.assert_array_equal(got.ids.numpy(), expected.ids.numpy())
     np.testing.assert_allclose(got.attention.numpy(), expected.attention.numpy(), atol=1e-6)
+
+
+def _steps_as_it_trains_and_reloads(model, tmp_path, option, value):
+    """Step-by-step logits equal the teacher-forced ones; the file keeps ``option``."""
+    expected = model([SOURCE, TARGET_IN]).numpy()
+    state, memory = model.initial_state(SOURCE)
+    for t in range(TARGET_IN.shape[1]):
+        logits, state, _ = model.step(TARGET_IN[:, t], state, memory)
+        rows = TARGET_IN[:, t] != 0
+        np.testing.assert_allclose(logits.numpy()[rows], expected[rows, t], atol=1e-5)
+    model.save(tmp_path / "model.keras")
+    reloaded = keras.saving.load_model(tmp_path / "model.keras", compile=False)
+    assert reloaded.get_config()[option] == value
+    np.testing.assert_allclose(reloaded([SOURCE, TARGET_IN]).numpy(), expected, atol=1e-6)
+
+
+def test_a_two_layer_encoder_stacks_masked_layers_and_decodes_as_it_trains(tmp_path):
+    """The top layer reads the lower one's output; padding reaches neither; saves and reloads."""
+    model = tiny.tiny_model(attention="bahdanau", decoder="luong", encoder_layers=2)
+    (lower,) = model.lower_encoders
+    assert lower.name == "encoder_0" and model.encoder.name == "encoder"
+    memory, mask, first = model.encode(SOURCE)
+    stacked = model.encoder(lower(model.source_embedding(SOURCE), mask=mask), mask=mask)
+    np.testing.assert_allclose(memory.numpy(), stacked[0].numpy(), atol=1e-6)
+    # Two more pad columns change nothing at the real tokens: the backward
+    # direction of the lower layer must not read the padding either.
+    padded = np.pad(SOURCE, ((0, 0), (0, 2)))
+    longer, _, longer_first = model.encode(padded)
+    real = SOURCE != 0
+    np.testing.assert_allclose(longer.numpy()[:, :5][real], memory.numpy()[real], atol=1e-6)
+    np.testing.assert_allclose(longer_first[0].numpy(), first[0].numpy(), atol=1e-6)
+    # A different lower layer changes the memory: it is not bypassed.
+    lower.set_weights([weights + 0.5 for weights in lower.get_weights()])
+    assert not np.allclose(model.encode(SOURCE)[0].numpy(), memory.numpy(), atol=1e-3)
+    _steps_as_it_trains_and_reloads(model, tmp_path, "encoder_layers", 2)
+
+
+@pytest.mark.parametrize(
+    "value, error, match",
+    [(0, ValueError, "encoder_layers >= 1. Received: 0"), (2.0, TypeError, "int. Received: float"),
+     (True, TypeError, "int. Received: bool")],
+)  # fmt: skip
+def test_encoder_layers_must_be_a_positive_int(value, error, match):
+    with pytest.raises(error, match=match):
+        tiny.tiny_model(encoder_layers=value)
+
+
+@pytest.mark.parametrize("name", SIZED_ATTENTIONS)
+def test_attention_units_sizes_the_hidden_layer_of_the_sized_attentions(name):
+    assert make_attention(name, 8).get_config()["units"] == 8  # --units when left out
+    assert make_attention(name, 8, attention_units=3).get_config()["units"] == 3
+
+
+@pytest.mark.parametrize("name", sorted(set(ATTENTIONS) - set(SIZED_ATTENTIONS)))
+def test_attention_units_is_refused_by_attentions_without_a_hidden_layer(name):
+    with pytest.raises(ValueError, match=f"attention_units.*attention='{name}'"):
+        make_attention(name, 8, attention_units=3)
+
+
+@pytest.mark.parametrize(
+    "value, error, match",
+    [(0, ValueError, "attention_units >= 1. Received: 0"),
+     (3.0, TypeError, "int or None. Received: float")],
+)  # fmt: skip
+def test_attention_units_must_be_a_positive_int(value, error, match):
+    with pytest.raises(error, match=match):
+        make_attention("bahdanau", 8, attention_units=value)
+
+
+def test_a_model_with_smaller_attention_decodes_as_it_trains_and_reloads(tmp_path):
+    """DCA of 3 hidden units in a model of 8: its (8, 3) query kernel, both paths, the file."""
+    model = tiny.tiny_model(attention="dca", decoder="luong", attention_units=3)
+    shapes = [tuple(weight.shape) for weight in model.attention_layer.weights]
+    assert (8, 3) in shapes and (8, 8) not in shapes
+    _steps_as_it_trains_and_reloads(model, tmp_path, "attention_units", 3)
