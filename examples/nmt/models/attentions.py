@@ -4,10 +4,12 @@
 the package's layers for ``units``-feature queries and memory (the
 ``--attention`` choices: ``ATTENTIONS``). ``attention_units`` is the size of
 the hidden layer of the attentions that score through one
-(``SIZED_ATTENTIONS``: Bahdanau's ``v . tanh(W_q q + W_k k)`` and the
-location-aware layers built on it); left None, it is ``units``. A smaller one
-costs less a step: on the g2p recipe's 512 units, 128 inside the tanh made
-Bahdanau's train step ~1.2x faster (``examples/nmt/README.md``).
+(``SIZED_ATTENTIONS``: Bahdanau's ``v . tanh(W_q q + W_k k)``, and the
+location-aware layers, whose scores or mixture parameters come from such a
+layer); left None, it is ``units``. A smaller one
+costs less a step: in the g2p recipe's model of 512 units, 128 inside
+Bahdanau's tanh took the train step to 0.89x its time
+(``benchmarks/train_step.py``; ``examples/nmt/README.md``).
 ``set_attention_mode`` switches a trained monotonic or stepwise attention to
 another mode for decoding.
 """
