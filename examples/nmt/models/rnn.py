@@ -336,9 +336,11 @@ def build_model(
         embedding_dim: token embedding size.
         units: decoder state size, memory size (``units // 2`` per encoder
             direction) and attentional vector size; even.
-        attention: a name of ``ATTENTIONS`` (``"bahdanau"``, ``"luong"``,
-            ``"scaled_dot"``, ``"multihead"``, ``"location"``, ``"monotonic"``,
-            ``"local-p"``).
+        attention: a name of ``ATTENTIONS`` (``models/attentions.py``: the
+            content-based ``"bahdanau"``, ``"luong"``, ``"scaled_dot"``,
+            ``"multihead"``, and the location-aware ``"location"``,
+            ``"monotonic"``, ``"local-p"``, ``"stepwise"``, ``"gmm"``,
+            ``"dca"``).
         decoder: ``"bahdanau"`` (input feeding) or ``"luong"``.
         rnn: ``"gru"`` or ``"lstm"``.
         num_heads: heads of ``"multihead"``.

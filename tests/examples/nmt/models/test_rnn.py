@@ -1,5 +1,7 @@
 """The NMT example's model: cached step-by-step decoding, search, export, metrics."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -19,6 +21,7 @@ from examples.nmt.models.attentions import SIZED_ATTENTIONS  # noqa: E402
 from examples.nmt.models.attentions import make_attention  # noqa: E402
 from examples.nmt.models.attentions import set_attention_mode  # noqa: E402
 from examples.nmt.models.decoding import search_start  # noqa: E402
+from examples.nmt.models.rnn import build_model  # noqa: E402
 from examples.nmt.text import special  # noqa: E402
 from keras_attention import decoding  # noqa: E402
 
@@ -88,6 +91,11 @@ def test_the_alignment_attentions_are_registered():
     assert make_attention("stepwise", 8).mode == "soft"  # decodes soft, as monotonic
     monotonic = make_attention("monotonic", 8)
     assert monotonic.mode == "parallel" and monotonic.sigmoid_noise > 0  # decodes soft
+
+
+def test_build_model_documents_every_attention_it_accepts():
+    documented = re.findall(r'``"([a-z_-]+)"``', build_model.__doc__.split("decoder:")[0])
+    assert set(documented) >= set(ATTENTIONS)
 
 
 def test_set_attention_mode_decodes_hard_with_the_same_weights():
