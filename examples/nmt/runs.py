@@ -65,6 +65,7 @@ ADDED_FLAGS = {
     "ema": 0.0,
     "encoder_layers": 1,
     "attention_units": None,
+    "weight_decay": 0.0,
 }
 # Flags that may change between a run and its resumption.
 RESUME_IRRELEVANT = frozenset(

@@ -147,6 +147,13 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--warmup-steps", type=at_least(0), help="(recipe)")
     parser.add_argument("--clipnorm", type=float, default=1.0, help="per-variable; 0 = off")
     parser.add_argument(
+        "--weight-decay",
+        type=float,
+        default=0.0,
+        help="decoupled weight decay (AdamW) of the kernels and embeddings, "
+        "not the biases; 0 = Adam",
+    )
+    parser.add_argument(
         "--ema",
         type=float,
         default=0.0,
@@ -227,6 +234,10 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         parser.error(f"argument --learning-rate: expected > 0, received {args.learning_rate}")
     if args.clipnorm < 0.0:
         parser.error(f"argument --clipnorm: expected >= 0, received {args.clipnorm}")
+    if not 0.0 <= args.weight_decay < 1.0:
+        parser.error(
+            f"argument --weight-decay: expected 0 <= value < 1, received {args.weight_decay}"
+        )
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -89,18 +89,24 @@ def compiled_model(
 ) -> keras.Model:
     """``make_model``, its output bias (``--output-bias``), compiled as ``fit`` trains it.
 
-    Adam on the warm-up and cosine schedule, ``--clipnorm``, ``--ema``, the
-    masked cross-entropy with ``--label-smoothing``, ``--jit-compile``.
+    Adam on the warm-up and cosine schedule (AdamW with ``--weight-decay``,
+    which leaves the biases alone), ``--clipnorm``, ``--ema``, the masked
+    cross-entropy with ``--label-smoothing``, ``--jit-compile``.
     """
     model = make_model(args, vocabularies)
     if args.output_bias == "unigram":
         model.output_layer.bias.assign(target_log_prior(train_batches, len(vocabularies.target)))
-    optimizer = keras.optimizers.Adam(
-        learning_rate_schedule(args, steps_per_epoch),
+    options = dict(
+        learning_rate=learning_rate_schedule(args, steps_per_epoch),
         clipnorm=args.clipnorm or None,
         use_ema=args.ema > 0,
         ema_momentum=args.ema or 0.99,
     )
+    if args.weight_decay:
+        optimizer = keras.optimizers.AdamW(weight_decay=args.weight_decay, **options)
+        optimizer.exclude_from_weight_decay(var_names=["bias"])
+    else:
+        optimizer = keras.optimizers.Adam(**options)
     model.compile(
         optimizer=optimizer,
         loss=MaskedCrossentropy(args.label_smoothing),

@@ -12,6 +12,7 @@ import random
 import re
 
 import keras
+import numpy as np
 import pytest
 
 if keras.backend.backend() != "tensorflow":
@@ -122,6 +123,7 @@ def test_transformer_trains_exports_and_draws_every_head(date_data_dir, tmp_path
         ),
         (("--encoder-layers", "0"), "--encoder-layers: expected an integer >= 1, received 0"),
         (("--ema", "-0.5"), "--ema: expected 0 <= value < 1, received -0.5"),
+        (("--weight-decay", "-0.1"), "--weight-decay: expected 0 <= value < 1, received -0.1"),
     ],
 )
 def test_architecture_flags_are_checked(extra, match, capsys):
@@ -183,6 +185,31 @@ def test_model_flags_reach_the_rnn():
     assert len(model.lower_encoders) == 1 and model.attention_layer.get_config()["units"] == 4
     default = fit.make_model(train.parse_args(["--units", "16"]), tiny.tiny_vocabularies())
     assert default.lower_encoders == [] and default.attention_layer.get_config()["units"] == 16
+
+
+@pytest.mark.parametrize("weight_decay", [0.0, 0.2])
+def test_weight_decay_shrinks_the_kernels_and_embeddings_not_the_biases(weight_decay):
+    """With zero gradients an Adam step moves nothing; AdamW's decoupled decay
+    still multiplies every kernel and embedding by 1 - learning rate * decay."""
+    from examples.nmt.training import fit
+
+    args = train.parse_args(
+        ["--units", "16", "--learning-rate", "0.5", "--warmup-steps", "0", "--output-bias",
+         "zeros", "--weight-decay", str(weight_decay)]
+    )  # fmt: skip
+    model = fit.compiled_model(args, tiny.tiny_vocabularies(), None, steps_per_epoch=10)
+    variables = model.trainable_variables
+    for variable in variables:
+        if "bias" in variable.path:  # zeros when fresh: a decay would not show
+            variable.assign(keras.ops.ones_like(variable))
+    before = [keras.ops.convert_to_numpy(v) for v in variables]
+    model.optimizer.apply_gradients([(keras.ops.zeros_like(v), v) for v in variables])
+    factor = 1.0 - 0.5 * weight_decay
+    for variable, old in zip(variables, before):
+        expected = old if "bias" in variable.path or not weight_decay else old * factor
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(variable), expected, rtol=1e-6)
+    kernels = [v for v in variables if "bias" not in v.path]
+    assert any("embedding" in v.path for v in kernels) and len(kernels) < len(variables)
 
 
 def test_attention_flag_takes_and_lists_every_registered_layer(capsys):
