@@ -82,8 +82,8 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--attention-units",
         type=positive,
-        help="(rnn) hidden size of a bahdanau, location, monotonic, stepwise, gmm or dca "
-        "attention (default: --units)",
+        help="(recipe, rnn) hidden size of a bahdanau, location, monotonic, stepwise, gmm "
+        "or dca attention (default: the recipe's, else --units)",
     )
     parser.add_argument(
         "--encoder-layers",
@@ -149,8 +149,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--weight-decay",
         type=float,
-        default=0.0,
-        help="decoupled weight decay (AdamW) of the kernels and embeddings, "
+        help="(recipe) decoupled weight decay (AdamW) of the kernels and embeddings, "
         "not the biases; 0 = Adam",
     )
     parser.add_argument(

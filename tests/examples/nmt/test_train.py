@@ -121,6 +121,10 @@ def test_transformer_trains_exports_and_draws_every_head(date_data_dir, tmp_path
             ("--attention", "luong", "--attention-units", "64"),
             "--attention-units: only for --attention in bahdanau, location",
         ),
+        (
+            ("--architecture", "transformer", "--attention-units", "64"),
+            "--attention-units: only for --architecture rnn",
+        ),
         (("--encoder-layers", "0"), "--encoder-layers: expected an integer >= 1, received 0"),
         (("--ema", "-0.5"), "--ema: expected 0 <= value < 1, received -0.5"),
         (("--weight-decay", "-0.1"), "--weight-decay: expected 0 <= value < 1, received -0.1"),
@@ -172,6 +176,32 @@ def test_pronunciations_get_the_g2p_recipe(extra, recipe, tokenizers, beam_size)
     assert args.recipe == recipe
     assert (args.source_tokenizer, args.target_tokenizer) == tokenizers
     assert args.beam_size == beam_size
+
+
+@pytest.mark.parametrize(
+    "extra, attention_units, weight_decay, epochs",
+    [
+        (("--dataset", "dict:words.dict"), 128, 0.05, 12),
+        (("--dataset", "dict:words.dict", "--attention", "dca"), 128, 0.05, 12),
+        (("--dataset", "dict:words.dict", "--attention", "luong"), None, 0.05, 12),
+        (("--dataset", "dict:words.dict", "--attention-units", "64", "--weight-decay", "0"),
+         64, 0.0, 12),
+        (("--dataset", "dict:words.dict", "--architecture", "transformer"), None, 0.0, 12),
+        ((), None, 0.0, 2),
+        (("--dataset", "tsv:pairs.tsv", "--architecture", "rnn"), None, 0.0, 5),
+    ],
+)  # fmt: skip
+def test_the_g2p_recipe_sizes_its_attention_and_decays_its_weights(
+    extra, attention_units, weight_decay, epochs
+):
+    """Only the g2p RNN gets the recipe's attention size and weight decay, and
+    an attention without a hidden layer gets no size (rather than an error)."""
+    args = train.parse_args(list(extra))
+    assert (args.attention_units, args.weight_decay, args.epochs) == (
+        attention_units,
+        weight_decay,
+        epochs,
+    )
 
 
 def test_model_flags_reach_the_rnn():
