@@ -181,9 +181,9 @@ def test_pronunciations_get_the_g2p_recipe(extra, recipe, tokenizers, beam_size)
 @pytest.mark.parametrize(
     "extra, attention_units, weight_decay, epochs",
     [
-        (("--dataset", "dict:words.dict"), 128, 0.05, 12),
-        (("--dataset", "dict:words.dict", "--attention", "dca"), 128, 0.05, 12),
-        (("--dataset", "dict:words.dict", "--attention", "luong"), None, 0.05, 12),
+        (("--dataset", "dict:words.dict"), 128, 0.1, 12),
+        (("--dataset", "dict:words.dict", "--attention", "dca"), 128, 0.1, 12),
+        (("--dataset", "dict:words.dict", "--attention", "luong"), None, 0.1, 12),
         (("--dataset", "dict:words.dict", "--attention-units", "64", "--weight-decay", "0"),
          64, 0.0, 12),
         (("--dataset", "dict:words.dict", "--architecture", "transformer"), None, 0.0, 12),
