@@ -84,10 +84,10 @@ RECIPES = {
         # did worse). Then, in the same 30 minutes of training on 2 CPU cores,
         # an attention of 128 hidden units (0.89x the step) for 12 epochs
         # instead of 10, with AdamW: weight decay 0.1 scored WER 24.87%,
-        # 24.89% and 25.26% with seeds 0, 1 and 2 (PER 5.93-6.04%); 0.05
-        # 24.82% and 25.05% (seed 0), 25.64% (seed 1); the recipe before
+        # 24.89%, 25.26% and 24.84% with seeds 0-3 (mean 24.96%, PER 5.97%);
+        # 0.05 24.82% and 25.05% (seed 0), 25.64% (seed 1); the recipe before
         # (512 hidden units, Adam, 10 epochs) 25.38-25.64% (seed 0), 25.61%
-        # (seed 1). 24-25 min of training (examples/nmt/README.md).
+        # (seed 1). 24-26 min of training (examples/nmt/README.md).
         "embedding_dim": 128,
         "units": 512,
         "attention_units": 128,
