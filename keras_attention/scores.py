@@ -32,6 +32,7 @@ import math
 import keras
 from keras import ops
 
+from keras_attention import backends
 from keras_attention import validation
 
 
@@ -138,7 +139,13 @@ class AdditiveScore:
         `MatMul` on TensorFlow; a higher-rank one is a `Tensordot`, whose
         gradient XLA cannot compile inside a while loop (an RNN over
         `AttentionRNNCell` under `jit_compile=True`).
+
+        A backend may have a faster form on the device it runs on
+        (`backends.additive_projection`: multiply-and-reduce under JAX on a GPU).
         """
+        fast = backends.additive_projection(hidden, vector)
+        if fast is not None:
+            return fast
         units = ops.shape(vector)[0]
         logits = matmul(ops.reshape(hidden, (-1, units)), ops.expand_dims(vector, -1))
         return ops.reshape(logits, ops.shape(hidden)[:-1])  # (..., Tq, Tv)

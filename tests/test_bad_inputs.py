@@ -570,7 +570,9 @@ def test_loading_in_a_fresh_process_through_the_package_loader(tmp_path, rng):
     for name, array in (("query", q), ("value", v), ("output", to_numpy(model([q, v])))):
         np.save(str(tmp_path / f"{name}.npy"), array)
     (tmp_path / "loader.py").write_text(textwrap.dedent(LOADER))
-    env = dict(os.environ, PYTHONPATH=ROOT, KERAS_BACKEND=BACKEND, TF_CPP_MIN_LOG_LEVEL="3")
+    # The repo first, then whatever PYTHONPATH this run had (where keras may be installed).
+    pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, PYTHONPATH=pythonpath, KERAS_BACKEND=BACKEND, TF_CPP_MIN_LOG_LEVEL="3")
     done = subprocess.run(
         [sys.executable, str(tmp_path / "loader.py"), str(tmp_path)],
         cwd=str(tmp_path),

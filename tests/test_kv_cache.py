@@ -60,7 +60,10 @@ def test_stale_cache_entries_past_the_index_never_matter(rng):
     layer = _layer(True, 2)
     x = rng.normal(size=(B, T, D)).astype("float32")
     keys, values = layer.init_cache(B, T + 2)
-    stale = (keys + 1e3 * rng.normal(size=keys.shape).astype("float32"), values + 1e3)
+    # NumPy on the right of a backend tensor fails on a GPU (torch cannot turn a CUDA
+    # tensor into an array): the noise goes in as a tensor.
+    noise = keras.ops.convert_to_tensor(1e3 * rng.normal(size=keys.shape).astype("float32"))
+    stale = (keys + noise, values + 1e3)
     clean, _ = layer.call_with_cache(x[:, :3], (keys, values), 0)
     reused, _ = layer.call_with_cache(x[:, :3], stale, 0)
     np.testing.assert_allclose(to_numpy(reused), to_numpy(clean), atol=1e-5)

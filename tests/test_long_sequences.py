@@ -369,7 +369,11 @@ def test_fused_attention_available(change, expected):
     assert memory_efficient.fused_attention_available(**{**FUSED_OK, **change}) is expected
 
 
-def test_auto_takes_the_chunked_path_only_when_it_pays(monkeypatch, rng):
+@pytest.mark.parametrize("device", [None, "cpu", "gpu"])
+def test_auto_takes_the_chunked_path_only_when_it_pays(monkeypatch, rng, device):
+    """On this machine's device (None) and on each rule, whatever device this runs on."""
+    if device is not None:
+        monkeypatch.setattr(paths.backends, "device_kind", lambda tensor=None: device)
     calls = []
     original = memory_efficient.chunked_attention
 
@@ -380,6 +384,9 @@ def test_auto_takes_the_chunked_path_only_when_it_pays(monkeypatch, rng):
     monkeypatch.setattr(memory_efficient, "chunked_attention", spy)
     monkeypatch.setattr(paths, "AUTO_CHUNKED_MIN_ELEMENTS", 50 * 50)
     monkeypatch.setattr(paths, "AUTO_CHUNKED_MIN_ELEMENTS_JAX", 50 * 50)
+    # On a GPU the rule is memory: an exact step is 4 float32 copies of the logits,
+    # 25,600 bytes at 40 x 40 and 57,600 at 60 x 60, against half of 80,000 free.
+    monkeypatch.setattr(paths.backends, "free_memory", lambda: 80_000)
     layer = ScaledDotProduct(block_size=16)
     x = rng.normal(size=(1, 60, 4)).astype("float32")
     layer(x[:, :40], x[:, :40])  # 40 * 40 logits: exact
@@ -484,3 +491,24 @@ def test_backend_module_answers_for_this_machine(rng):
         assert backends.free_memory() is None or backends.free_memory() > 0
     loaded = {name for name in sys.modules if name.startswith("keras_attention.backends.")}
     assert loaded == {f"keras_attention.backends.{BACKEND}_backend"}, loaded
+
+
+@pytest.mark.skipif(BACKEND != "jax", reason="the JAX backend's own form")
+def test_jax_multiply_reduce_matches_the_matrix_product_form(rng):
+    """The GPU form of the additive projection against NumPy and the generic form."""
+    from keras_attention.backends import jax_backend
+    from keras_attention.scores import AdditiveScore
+
+    hidden = np.tanh(rng.normal(size=(2, 3, 5, 7))).astype("float32")
+    vector = rng.normal(size=(7,)).astype("float32")
+    expected = np.einsum("bqku,u->bqk", hidden.astype("float64"), vector.astype("float64"))
+    got = jax_backend.multiply_reduce(keras.ops.convert_to_tensor(hidden), vector)
+    np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-5, atol=1e-6)
+    half = jax_backend.multiply_reduce(keras.ops.cast(hidden, "float16"), vector)
+    assert half.dtype == "float16"
+    np.testing.assert_allclose(np.asarray(half, "float32"), expected, rtol=2e-2, atol=2e-2)
+    # What the score computes on this device: the matrix product on a CPU.
+    here = AdditiveScore.project(keras.ops.convert_to_tensor(hidden), vector)
+    np.testing.assert_allclose(np.asarray(here), expected, rtol=1e-5, atol=1e-6)
+    on_this_device = jax_backend.additive_projection(keras.ops.convert_to_tensor(hidden), vector)
+    assert (on_this_device is None) == (jax_backend.device_kind() != "gpu")

@@ -6,7 +6,9 @@ the same questions for the path rule (`keras_attention.memory_efficient`):
 `device_kind(tensor=None)`, "cpu", "gpu" or "tpu", for where a call runs; and
 `free_memory()`, the free bytes of the default accelerator, or None when the
 backend cannot say. A module may also offer its own form of a loop
-(`scan_states`), used where the generic one fails on that backend.
+(`scan_states`), used where the generic one fails on that backend, or of a
+piece of math (`additive_projection`), used where it was measured faster;
+each is tested against the generic `keras.ops` form.
 """
 
 from __future__ import annotations
@@ -37,6 +39,16 @@ def free_memory() -> int | None:
     """Free bytes on the default accelerator, or None when unknown (or no accelerator)."""
     module = current()
     return None if module is None else module.free_memory()
+
+
+def additive_projection(hidden, vector):
+    """The backend's own `hidden · v` over the last axis for this device, or None.
+
+    None means the generic form (`scores.AdditiveScore.project`) is the one to use.
+    """
+    module = current()
+    project = getattr(module, "additive_projection", None)
+    return None if project is None else project(hidden, vector)
 
 
 def scan_states(step, initial, sequence):

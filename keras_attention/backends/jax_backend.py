@@ -32,3 +32,23 @@ def free_memory() -> int | None:
     if "bytes_limit" not in stats:
         return None
     return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
+
+
+def additive_projection(hidden, vector):
+    """`hidden · v` over the last axis in the form XLA runs fastest here, or None.
+
+    On a GPU: multiply-and-reduce, `sum(hidden * v, -1)`, accumulated in
+    float32. XLA fuses it with the tanh that makes `hidden`, where the generic
+    rank-2 matrix product (`scores.AdditiveScore.project`) has to write the
+    whole `(..., Tq, Tv, U)` tanh to memory first. Elsewhere None: on a CPU the
+    matrix product was measured faster (docs/performance.md).
+    """
+    if device_kind(hidden) != "gpu":
+        return None
+    return multiply_reduce(hidden, vector)
+
+
+def multiply_reduce(hidden, vector):
+    """`sum(hidden * v, -1)` in float32, returned in `hidden`'s dtype."""
+    product = hidden.astype("float32") * vector.astype("float32")
+    return jax.numpy.sum(product, axis=-1).astype(hidden.dtype)
