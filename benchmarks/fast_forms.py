@@ -331,7 +331,8 @@ def study_jax(args) -> None:
     base = times["keras AdditiveAttention, jax.jit"]
     print(
         f"\nB={b} Tq=Tv={t} d=units={d}, {os.cpu_count()} CPUs, load "
-        f"{os.getloadavg()[0]:.1f}, median of {args.steps} fwd+bwd steps (JAX, CPU)"
+        f"{os.getloadavg()[0]:.1f}, median of {args.steps} fwd+bwd steps "
+        f"(JAX, {jax.default_backend().upper()})"
     )
     print("| variant | ms | vs AdditiveAttention (jax.jit) |\n|---|---:|---:|")
     for name, ms in times.items():

@@ -5,7 +5,7 @@
 # (each step has its own timeout; what finished is in $OUT either way).
 #
 #   OUT=/some/folder bash benchmarks/gpu_session.sh          # on the GPU machine
-#   QUICK=1 OUT=/tmp/o bash benchmarks/gpu_session.sh        # plumbing check on a CPU
+#   QUICK=1 NO_WHEELS=1 OUT=/tmp/o bash benchmarks/gpu_session.sh   # plumbing, on a CPU
 #
 # Wheels in .whl/ (keras, namex, optree: the device image has none of them)
 # are installed into /tmp/site first. Everything lands in $OUT: gpu.json,
