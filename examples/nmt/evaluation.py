@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import sacrebleu
 import tensorflow as tf
+from keras import ops
 
 from examples.nmt import translator
 from examples.nmt.data.batching import make_text_batches
@@ -126,12 +127,15 @@ def pronunciation_scores(
     """Word and phoneme error rates, as the G2P papers report them.
 
     The examples are grouped by source word: every reference of a word (its
-    alternate pronunciations) counts, and each distinct word is scored once,
-    on its first hypothesis. A word is wrong if its phoneme sequence differs
-    from every reference (``wer``: wrong words / words); ``per`` is the sum
-    over words of the edit distance to the closest reference over the sum of
-    the lengths of those references. Phonemes are the white-space-separated
-    tokens. Returns ``wer``, ``per`` (fractions) and ``words``.
+    alternate pronunciations, one example each) counts, and each distinct
+    word is scored once, on its first hypothesis, against its closest
+    reference: the fewest edits, the shorter reference on a tie. A word is
+    wrong if its phoneme sequence differs from every reference (``wer``:
+    wrong words / words); ``per`` is the sum over words of the edit distance
+    to the closest reference over the sum of the lengths of those
+    references. Phonemes are the white-space-separated tokens. Returns
+    ``wer``, ``per`` (fractions), ``words`` and ``references`` (the distinct
+    references of all words).
     """
     if not len(sources) == len(hypotheses) == len(references):
         raise ValueError(
@@ -141,7 +145,8 @@ def pronunciation_scores(
     words: dict[str, tuple[list[str], list[list[str]]]] = {}
     for source, hypothesis, reference in zip(sources, hypotheses, references):
         entry = words.setdefault(source, (hypothesis.split(), []))
-        entry[1].append(reference.split())
+        if reference.split() not in entry[1]:
+            entry[1].append(reference.split())
     wrong = errors = length = 0
     for hypothesis, options in words.values():
         distance, size = min((edit_distance(hypothesis, ref), len(ref)) for ref in options)
@@ -151,6 +156,7 @@ def pronunciation_scores(
         "wer": wrong / max(len(words), 1),
         "per": errors / max(length, 1),
         "words": len(words),
+        "references": sum(len(options) for _, options in words.values()),
     }
 
 
@@ -174,7 +180,7 @@ def evaluate(
         ``(metrics, samples)``: metrics ``bleu``, ``chrf`` and their
         signatures (``corpus_scores``), ``exact_match``, ``examples``;
         with gold alignments, ``alignment_accuracy``; with
-        ``pronunciation``, ``wer``, ``per`` and ``words``
+        ``pronunciation``, ``wer``, ``per``, ``words`` and ``references``
         (``pronunciation_scores``);
         the first ``samples`` translations with their source tokens, output
         tokens and ``(T, Ts)`` attention, for plots (``sample``). Sources are
@@ -205,7 +211,7 @@ def evaluate(
     correct = total = 0
     kept: list[dict[str, Any]] = []
     for batch in batches:
-        outputs = {name: value.numpy() for name, value in translate(batch["source"]).items()}
+        outputs = {name: np.asarray(value) for name, value in translate(batch["source"]).items()}
         hypotheses.extend(text.decode("utf-8") for text in outputs["translation"])
         references.extend(text.decode("utf-8").strip() for text in batch["target"].numpy())
         source_texts.extend(text.decode("utf-8").strip() for text in batch["source"].numpy())
@@ -245,5 +251,5 @@ def sample(outputs: dict[str, np.ndarray], index: int, model: Any = None) -> dic
         target_in = np.concatenate([[START_ID], ids[:-1]]).astype("int32")[None]
         source_ids = outputs["source_ids"][index : index + 1, :source_length]
         layers = model.cross_attention(source_ids, target_in)
-        kept["heads"] = np.asarray(layers[model.alignment_layer][0])  # (H, T, Ts)
+        kept["heads"] = ops.convert_to_numpy(layers[model.alignment_layer][0])  # (H, T, Ts)
     return kept

@@ -2,7 +2,9 @@
 
 ``pairs_splits`` shuffles a file's ``(source, target)`` pairs (Anki files are
 sorted by length) and splits them by hash (``examples.nmt.data.splitting``);
-``test_file_split`` reads the ``--test`` file in the dataset's format.
+``test_file_split`` reads the ``--test`` file in the dataset's format: a
+dictionary's test split has one example a pronunciation (every reference
+of a word, on its own line or in a tab-separated field of its line).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ def test_file_split(
     elif pronouncing_dictionary.is_pronunciation(dataset):
         stress = keep_stress or dataset.split("/")[-1] == "stress"
         pairs = list(pronunciations.read_pronunciations(path, stress=stress))
+        words = {word for word, _ in pairs}
+        print(f"Test file {path}: {len(words):,} words, {len(set(pairs)):,} references")
     else:
         raise ValueError(
             "Expected --test with a tsv:PATH, dict:PATH or cmu_pronouncing_dictionary dataset "

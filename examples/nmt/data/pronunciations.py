@@ -1,18 +1,23 @@
 """Pronouncing dictionaries: the CMUdict and Phonetisaurus formats.
 
-One entry a line, a word then its phonemes:
+One word a line, then its phonemes:
 
 * CMUdict 0.7b: ``WORD  PH ON EMES`` (two spaces), ``;;;`` comment lines,
   alternates numbered ``WORD(1)``, ``WORD(2)``;
 * CMUdict as CMU Sphinx ships it (``cmudict.dict``, the copy bundled in
   ``examples/nmt/data/cmudict/``): ``word PH ON EMES`` (one space),
   alternates ``word(2)``, a trailing ``# comment`` on some lines;
-* Phonetisaurus / g2p-seq2seq: ``word<TAB>PH ON EMES``.
+* Phonetisaurus / g2p-seq2seq: ``word<TAB>PH ON EMES``, and in test
+  reference files (the standard CMUdict split's ``cmudict.dic.test``) every
+  pronunciation of a word on its line, one a tab-separated field:
+  ``word<TAB>PH ON EMES<TAB>PH ON EMES``.
 
-``write_pronunciations`` writes the last. ``read_pronunciations`` reads any
-of them and yields ``(word, phonemes)`` pairs, the alternate
-number dropped (an alternate is one more reference of the same word), the
-phonemes joined by single spaces; with ``stress=False`` (the G2P papers'
+``write_pronunciations`` writes the Phonetisaurus format, one pronunciation
+a line. ``read_pronunciations`` reads any of them and yields ``(word,
+phonemes)`` pairs, one a pronunciation: an alternate, numbered ``word(2)``
+on its own line or in its own tab-separated field, is one more entry (one
+more reference) of the same word, the number dropped; the phonemes are
+joined by single spaces; with ``stress=False`` (the G2P papers'
 setting: 39 phonemes) the stress digits are removed, ``AH0`` -> ``AH``. The
 file may be plain, ``.gz``, ``.bz2`` or ``.xz``. Words keep their case
 (the example's ``letters`` vocabulary lower-cases them).
@@ -45,8 +50,13 @@ def remove_stress(phonemes: str) -> str:
     return " ".join(_STRESS.sub("", phoneme) for phoneme in phonemes.split())
 
 
-def parse_line(line: str, where: str = "line") -> tuple[str, str] | None:
-    """``(word, phonemes)`` of one line, or None for a blank or ``;;;`` comment line.
+def parse_line(line: str, where: str = "line") -> tuple[str, list[str]] | None:
+    """``(word, pronunciations)`` of one line, or None for a blank or ``;;;`` comment line.
+
+    A line with a tab lists one pronunciation a tab-separated field after
+    the word (empty fields skipped); a line without one, a single
+    pronunciation after the first space. Each pronunciation is its phonemes
+    joined by single spaces.
 
     Raises:
         DictionaryFormatError: a line without a word and at least one
@@ -55,22 +65,26 @@ def parse_line(line: str, where: str = "line") -> tuple[str, str] | None:
     text = line.strip()
     if not text or text.startswith(";;;"):
         return None
-    if "\t" in text:
-        word, _, phonemes = text.partition("\t")
-    else:
-        word, _, phonemes = text.partition(" ")
-    phonemes = _COMMENT.sub("", " " + phonemes).split()
+    separator = "\t" if "\t" in text else " "
+    word, _, rest = text.partition(separator)
+    rest = _COMMENT.sub("", " " + rest)  # the comment ends the line, tabs and all
+    fields = rest.split("\t") if separator == "\t" else [rest]
+    phonemes = [" ".join(field.split()) for field in fields if field.split()]
     word = _ALTERNATE.sub("", word.strip())
     if not word or not phonemes:
         raise DictionaryFormatError(
             f"{where}: expected 'WORD PH ON EMES' (a word, then its phonemes after a tab "
-            f"or spaces). Received: {line.rstrip()[:80]!r}"
+            f"or spaces; more pronunciations in more tab-separated fields). "
+            f"Received: {line.rstrip()[:80]!r}"
         )
-    return word, " ".join(phonemes)
+    return word, phonemes
 
 
 def read_pronunciations(path: str | os.PathLike, stress: bool = False) -> Iterator[tuple[str, str]]:
     """Yields the ``(word, phonemes)`` entries of a dictionary file, in file order.
+
+    One entry a pronunciation: a line of several tab-separated
+    pronunciations yields one entry for each, in field order.
 
     Args:
         path: a plain, ``.gz``, ``.bz2`` or ``.xz`` dictionary file.
@@ -96,15 +110,17 @@ def read_pronunciations(path: str | os.PathLike, stress: bool = False) -> Iterat
                 line = line.removeprefix("\ufeff")
             entry = parse_line(line, where)
             if entry is not None:
-                word, phonemes = entry
-                yield word, phonemes if stress else remove_stress(phonemes)
+                word, alternatives = entry
+                for phonemes in alternatives:
+                    yield word, phonemes if stress else remove_stress(phonemes)
 
 
 def write_pronunciations(entries: Iterable[tuple[str, str]], path: str | os.PathLike) -> int:
     """Writes ``(word, phonemes)`` entries as ``word<TAB>PH ON EMES`` lines; returns their count.
 
-    The Phonetisaurus format, which ``read_pronunciations`` reads back entry
-    for entry (an alternate is one more line of its word).
+    The Phonetisaurus format, one pronunciation a line, which
+    ``read_pronunciations`` reads back entry for entry (an alternate is one
+    more line of its word).
 
     Raises:
         DictionaryFormatError: an entry that would not read back (an empty

@@ -66,3 +66,82 @@ def test_pronunciation_scores_count_each_word_once_against_all_its_references():
     assert scores["per"] == pytest.approx((0 + 1 + 1) / (6 + 4 + 3))
     with pytest.raises(ValueError, match="one source and hypothesis per reference"):
         evaluation.pronunciation_scores(sources[:2], hypotheses, references)
+
+
+def numpy_levenshtein(hypothesis, reference):
+    """Edit distance by rows of a NumPy table: deletions, insertions, substitutions."""
+    row = np.arange(len(reference) + 1)
+    for i, token in enumerate(hypothesis, 1):
+        substitute = row[:-1] + (np.asarray(reference, dtype=object) != token)
+        new = np.empty_like(row)
+        new[0] = i
+        for j in range(1, len(row)):
+            new[j] = min(substitute[j - 1], row[j] + 1, new[j - 1] + 1)
+        row = new
+    return int(row[-1])
+
+
+def reference_scores(hypothesis_of, references_of):
+    """WER and PER of one hypothesis a word against its closest reference (ties: shorter)."""
+    wrong = errors = length = 0
+    for word, options in references_of.items():
+        hypothesis = hypothesis_of[word].split()
+        wrong += hypothesis not in [option.split() for option in options]
+        distances = np.array([numpy_levenshtein(hypothesis, o.split()) for o in options])
+        lengths = np.array([len(option.split()) for option in options])
+        best = np.lexsort((lengths, distances))[0]
+        errors, length = errors + distances[best], length + lengths[best]
+    return wrong / len(references_of), errors / length
+
+
+def test_pronunciation_scores_take_the_closest_reference_as_a_numpy_reference_does():
+    rng = np.random.default_rng(0)
+    phonemes = np.array(["AA", "B", "K", "D"])  # few symbols: near and exact hits happen
+
+    def pronunciation():
+        return " ".join(rng.choice(phonemes, size=rng.integers(1, 7)))
+
+    references_of, hypothesis_of = {}, {}
+    for index in range(300):
+        word = f"w{index}"
+        options = list(dict.fromkeys(pronunciation() for _ in range(rng.integers(1, 4))))
+        references_of[word] = options
+        kind = rng.integers(3)  # one of the references, a changed one, or any other
+        reference = options[rng.integers(len(options))].split()
+        if kind == 1:
+            reference[rng.integers(len(reference))] = str(rng.choice(phonemes))
+        hypothesis_of[word] = " ".join(reference) if kind < 2 else pronunciation()
+    examples = [(word, option) for word, options in references_of.items() for option in options]
+    order = rng.permutation(len(examples))  # a word's references need not be adjacent
+    sources = [examples[i][0] for i in order]
+    references = [examples[i][1] for i in order]
+    hypotheses = [hypothesis_of[word] for word in sources]
+    scores = evaluation.pronunciation_scores(sources, hypotheses, references)
+    wer, per = reference_scores(hypothesis_of, references_of)
+    assert scores["words"] == 300 and scores["references"] == len(examples)
+    assert scores["wer"] == pytest.approx(wer) and scores["per"] == pytest.approx(per)
+    assert 0.3 < wer < 0.8  # both right and wrong words, from several references
+    assert sum(len(options) > 1 for options in references_of.values()) > 100
+
+
+def test_a_multi_reference_test_file_is_scored_against_each_words_closest_reference(tmp_path):
+    from examples.nmt.data import sources as data_sources
+
+    train = tmp_path / "train.dict"
+    train.write_text("".join(f"w{i}\tW ER1 D {'D ' * (i % 7)}\n" for i in range(300)))
+    test = tmp_path / "cmudict.dic.test"  # the standard split's format: all references a line
+    test.write_text(
+        "tomato\tT AH0 M EY1 T OW2\tT AH0 M AA1 T OW2\n"
+        "either\tIY1 DH ER0\tAY1 DH ER0\n"
+        "potato\tP AH0 T EY1 T OW2\n"
+    )
+    split = data_sources.load_splits(f"dict:{train}", test=str(test))["test"]
+    examples = [(e["source"].decode(), e["target"].decode()) for e in split.as_numpy_iterator()]
+    answers = {"tomato": "T AH M AA T OW", "either": "AY DH ER", "potato": "P AH T EY T"}
+    sources, references = zip(*examples, strict=True)
+    hypotheses = [answers[word] for word in sources]
+    scores = evaluation.pronunciation_scores(sources, hypotheses, references)
+    assert scores["words"] == 3 and scores["references"] == 5
+    # Right against a second reference twice; potato one deletion off its only reference.
+    assert scores["wer"] == pytest.approx(1 / 3)
+    assert scores["per"] == pytest.approx((0 + 0 + 1) / (6 + 3 + 6))

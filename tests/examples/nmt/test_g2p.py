@@ -22,22 +22,28 @@ LETTERS = "abcdefghij"
 PHONEMES = ("AA", "B", "K", "D", "EH", "F", "G", "HH", "IY", "JH")
 
 
-def write_dictionary(path, count=400):
-    """Made-up words whose phonemes spell their letters; a third have an alternate."""
-    lines = [";;; a made-up dictionary, CMU Sphinx format"]
+def write_dictionary(path, count=400, one_line=False):
+    """Made-up words whose phonemes spell their letters; a third have an alternate.
+
+    CMU Sphinx format (``word(2)`` lines), or with ``one_line`` the standard
+    split's test reference format (a word's pronunciations tab-separated on its line).
+    """
+    lines = [";;; a made-up dictionary"]
     for i in range(count):
         word = "".join(LETTERS[int(d)] for d in f"{i:03d}")
         phones = " ".join(f"{PHONEMES[int(d)]}1" for d in f"{i:03d}")
-        lines.append(f"{word} {phones}")
-        if i % 3 == 0:
-            lines.append(f"{word}(2) {phones} S")
+        options = [phones] + ([f"{phones} S"] if i % 3 == 0 else [])
+        if one_line:
+            lines.append("\t".join([word, *options]))
+        else:
+            lines += [f"{word} {options[0]}", *(f"{word}(2) {o}" for o in options[1:])]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
 
 def test_g2p_run_scores_wer_and_per_and_answers_phonemes(tmp_path):
     dictionary = write_dictionary(tmp_path / "words.dict")
-    test_file = write_dictionary(tmp_path / "test.dict", count=12)
+    test_file = write_dictionary(tmp_path / "test.dict", count=12, one_line=True)
     out = tmp_path / "run"
     argv = tiny.tiny_args(
         out, "--test", str(test_file), "--join-words", "2", dataset=f"dict:{dictionary}",
@@ -48,8 +54,10 @@ def test_g2p_run_scores_wer_and_per_and_answers_phonemes(tmp_path):
     assert config["recipe"] == "g2p" and config["beam_size"] == 4
     assert (out / "source_letters.txt").exists() and (out / "target_symbols.txt").exists()
     saved = json.loads((out / "metrics.json").read_text())
-    assert saved == {**saved, **{key: metrics[key] for key in ("wer", "per", "words")}}
+    keys = ("wer", "per", "words", "references")
+    assert saved == {**saved, **{key: metrics[key] for key in keys}}
     assert saved["words"] == 12 and saved["examples"] == 16  # 4 of the 12 have alternates
+    assert saved["references"] == 16  # read from tab-separated fields, one example each
     assert 0.0 <= saved["wer"] <= 1.0 and 0.0 <= saved["per"]
     # evaluate.py takes the run's dataset, test file and beam size from its config.
     again = evaluate.main(["--model", str(out)])

@@ -29,6 +29,13 @@ SPHINX = [
     "aalborg AO1 L B AO0 R G",
 ]
 PHONETISAURUS = ["tomato\tT AH M EY T OW", "aalborg\tAO L  B AO R G"]
+# The standard split's test reference file: every pronunciation of a word on its line.
+MULTI_REFERENCE = [
+    "tomato\tT AH0 M EY1 T OW2\tT AH0 M AA1 T OW2",
+    "aalborg\tAO1 L B AO0 R G",
+    "either\tIY1 DH ER0\t\tAY1 DH ER0 \t",  # an empty field, a trailing tab
+    "either(3)\tIY1 TH ER0",  # an alternate on its own line still counts
+]
 
 
 def write(path, lines, opener=open):
@@ -72,6 +79,53 @@ def test_reads_the_phonetisaurus_tab_format(tmp_path):
         ("tomato", "T AH M EY T OW"),
         ("aalborg", "AO L B AO R G"),
     ]
+
+
+def test_reads_every_tab_separated_pronunciation_of_a_line_as_one_entry(tmp_path):
+    path = write(tmp_path / "cmudict.dic.test", MULTI_REFERENCE)
+    assert list(pronunciations.read_pronunciations(path)) == [
+        ("tomato", "T AH M EY T OW"),
+        ("tomato", "T AH M AA T OW"),
+        ("aalborg", "AO L B AO R G"),
+        ("either", "IY DH ER"),
+        ("either", "AY DH ER"),
+        ("either", "IY TH ER"),
+    ]
+    line = "word\tW ER1 D # a comment\tW AO1 D"  # a comment ends the line, tabs and all
+    assert pronunciations.parse_line(line) == ("word", ["W ER1 D"])
+    assert pronunciations.parse_line("word W ER1  D") == ("word", ["W ER1 D"])
+
+
+def test_a_multi_reference_test_file_gives_one_test_example_a_reference(tmp_path, capsys):
+    path = write(tmp_path / "words.dict", word_list(600))
+    test_path = write(tmp_path / "test.dict", MULTI_REFERENCE)
+    splits = sources.load_splits(f"dict:{path}", test=str(test_path))
+    assert pairs(splits["test"]) == [
+        ("aalborg", "AO L B AO R G"),
+        ("either", "AY DH ER"),
+        ("either", "IY DH ER"),
+        ("either", "IY TH ER"),
+        ("tomato", "T AH M AA T OW"),
+        ("tomato", "T AH M EY T OW"),
+    ]
+    assert f"Test file {test_path}: 3 words, 6 references" in capsys.readouterr().out
+
+
+def test_a_multi_reference_dictionary_writes_one_pronunciation_a_line(tmp_path, capsys):
+    lines = [line.replace(" ", "\t", 1) for line in word_list(600)]  # 600 words, 200 (2)s
+    lines += [f"{line}\tZ IY1 R OW0" for line in MULTI_REFERENCE[:2]]  # 3 and 2 fields
+    path = write(tmp_path / "words.dict", lines)
+    entries = list(pronunciations.read_pronunciations(path))
+    assert len(entries) == 600 + 200 + 3 + 2  # every pronunciation is an entry
+    out = tmp_path / "splits"
+    sources.main(["--dataset", f"dict:{path}", "--write-splits", str(out), "--show", "0"])
+    written = []
+    for name in ("train", "validation", "test"):
+        text = (out / f"{name}.dict").read_text()
+        assert all(line.count("\t") == 1 for line in text.splitlines()), name
+        written += list(pronunciations.read_pronunciations(out / f"{name}.dict"))
+    assert sorted(written) == sorted(entries)
+    assert ("tomato", "Z IY R OW") in written and ("aalborg", "Z IY R OW") in written
 
 
 def test_stress_removal_touches_only_a_digit_after_letters():
