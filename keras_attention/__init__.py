@@ -6,6 +6,8 @@ Public API:
   `LuongLocalPAttention`), `ScaledDotProduct`, `MultiHead`,
   `AttentionRNNCell` (input-feeding decoder cell around any of them) and
   `AttentionRNN` (the RNN layer that runs it over a memory).
+- Every layer has one decoding step (`step`, from `initial_alignment_state`):
+  content attention (`ContentAttention`) keeps an empty state.
 - Attention with an alignment state (`AlignmentAttention`), which reads where
   it attended before: `LocationSensitiveAttention`,
   `BahdanauMonotonicAttention`, `LuongMonotonicAttention`,
@@ -46,6 +48,7 @@ from keras_attention.layers import AttentionRNNCell
 from keras_attention.layers import BahdanauAttention
 from keras_attention.layers import BahdanauMonotonicAttention
 from keras_attention.layers import BaseAttention
+from keras_attention.layers import ContentAttention
 from keras_attention.layers import DynamicConvolutionAttention
 from keras_attention.layers import GMMAttention
 from keras_attention.layers import LearnedPositionalEmbedding
@@ -69,6 +72,7 @@ __all__ = [
     "BahdanauAttention",
     "BahdanauMonotonicAttention",
     "BaseAttention",
+    "ContentAttention",
     "DynamicConvolutionAttention",
     "GMMAttention",
     "LearnedPositionalEmbedding",

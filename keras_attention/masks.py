@@ -20,9 +20,10 @@ from keras import ops
 
 from keras_attention import validation
 
-# Finite fill for masked logits. Normalization always runs in float32 (see
-# `keras_attention.ops`), so this value never meets float16 arithmetic, where
-# -1e9 would be -inf.
+# Finite fill for masked logits, and the package's one large negative (the
+# searches' `decoding.NEG_INF` is this value). Normalization always runs in
+# float32 (see `keras_attention.ops`), so it never meets float16 arithmetic,
+# where -1e9 would be -inf.
 MASKED_LOGIT = -1e9
 
 
@@ -92,15 +93,6 @@ def band_rule(query_positions, key_positions, offset, left, right):
     if allowed is None:
         return ops.ones((ops.shape(query_positions)[0], ops.shape(key_positions)[0]), "bool")
     return allowed
-
-
-def causal_rule(query_positions, key_positions, offset):
-    """`(R, C)` boolean: query at position `i` may attend key `j` iff `j <= i + offset`.
-
-    With `offset = Tv - Tq` the mask is aligned to the end of the keys (see
-    `causal_mask`). The causal band of `band_rule`: `(left, right) = (None, 0)`.
-    """
-    return band_rule(query_positions, key_positions, offset, *key_band(True))
 
 
 def _band_mask(query_length, value_length, left, right):

@@ -120,6 +120,25 @@ def choice(owner: str, name: str, value: Any, choices: Sequence[str]) -> str:
     return value
 
 
+def function(owner: str, name: str, value: Any, signature: str):
+    """A callable (a TypeError otherwise); `signature` says what it must be."""
+    if not callable(value):
+        fail(owner, name, f"a function {signature}", value, error=TypeError)
+    return value
+
+
+def not_given(owner: str, arguments: dict, names: Sequence[str], reason: str):
+    """A TypeError for the first of `names` found in `arguments` (a layer's `**kwargs`).
+
+    For a constructor argument the layer's base offers but the layer does not
+    take, so that it is refused with its name rather than with Python's
+    "got multiple values for keyword argument".
+    """
+    for name in names:
+        if name in arguments:
+            fail(owner, name, f"left out ({reason})", arguments[name], error=TypeError)
+
+
 # ----------------------------------------------------------------------------
 # The call contract's static checks (shapes and dtypes known at trace time).
 # ----------------------------------------------------------------------------
@@ -131,6 +150,17 @@ def static(dim) -> int | None:
 def call_fail(owner: str, argument: str, expected: str, received: str):
     """Raise the call contract's ValueError: `owner: argument `x` expected ... Received: ...`."""
     raise ValueError(f"{owner}: argument `{argument}` expected {expected}. Received: {received}")
+
+
+def step_query(owner: str, query, method: str = "step", hint: str = ""):
+    """The query of one decoding step: a rank-2 `(B, dq)` tensor."""
+    if len(query.shape) != 2:
+        call_fail(
+            owner,
+            "query",
+            f"one decoding step of shape (B, dq) in `{method}`{hint}",
+            f"shape {tuple(query.shape)}",
+        )
 
 
 def check_call(owner: str, query, value, key, query_mask, value_mask, attention_mask):

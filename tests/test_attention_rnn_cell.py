@@ -176,3 +176,20 @@ def test_bad_arguments():
         AttentionRNN(keras.layers.GRUCell(4))
     with pytest.raises(ValueError, match="return_state"):
         AttentionRNN(cell, return_state=True)
+
+
+# Not MultiHead: its `project_memory` splits heads with a reshape that a Functional
+# model records with the batch as None (`AttentionRNN` takes the memory instead).
+@pytest.mark.parametrize("name", ["bahdanau", "luong_general", "scaled_dot"])
+def test_initial_state_of_a_symbolic_memory_in_a_functional_model(name, rng):
+    """The two-call form `RNN(cell)(x, initial_state=cell.initial_state(memory))` in a
+    Functional model runs as eagerly (its flattened states took the batch as None)."""
+    cell = make_cell(name)
+    memory_in, target_in = keras.Input((None, 12)), keras.Input((None, 3))
+    rnn = keras.layers.RNN(cell, return_sequences=True)
+    outputs = rnn(target_in, initial_state=cell.initial_state(memory_in))
+    model = keras.Model([memory_in, target_in], outputs)
+    encoder, _ = memory(rng)
+    inputs = rng.normal(size=(2, 4, 3)).astype("float32")
+    expected = to_numpy(rnn(inputs, initial_state=cell.initial_state(encoder)))
+    np.testing.assert_allclose(model.predict([encoder, inputs], verbose=0), expected, atol=1e-5)

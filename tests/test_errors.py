@@ -10,6 +10,7 @@ from keras_attention import BahdanauAttention
 from keras_attention import LuongAttention
 from keras_attention import MultiHead
 from keras_attention import ScaledDotProduct
+from keras_attention import decoding
 
 Q = np.zeros((2, 3, 6), "float32")
 V = np.zeros((2, 4, 6), "float32")
@@ -116,3 +117,12 @@ def test_scaled_dot_product_default_scale_needs_a_static_feature_size():
         ScaledDotProduct(name="att")(keras.Input((3, None)), keras.Input((4, None)))
     # An explicit scale needs no feature size.
     assert ScaledDotProduct(scale=0.5)(keras.Input((3, None)), keras.Input((4, None))).shape[1] == 3
+
+
+@pytest.mark.parametrize("search", [decoding.greedy_search, decoding.beam_search, decoding.sample])
+@pytest.mark.parametrize("step", [None, "step"])
+def test_a_search_names_a_step_that_is_not_a_function(search, step):
+    """Regression: the searches failed with Python's "'NoneType' object is not callable"."""
+    name = search.__name__
+    with pytest.raises(TypeError, match=rf"^{name}: `step` must be a function step\(ids, state"):
+        search(step, np.zeros((2, 1), "float32"), 2, 1, 3)

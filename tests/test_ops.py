@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from keras import ops
 
+from keras_attention import decoding
 from keras_attention import masks
 from keras_attention import ops as attention_ops
 
@@ -82,6 +83,7 @@ def test_masked_fill_is_finite_and_replaces_nan():
         filled, [[masks.MASKED_LOGIT, masks.MASKED_LOGIT, 1.0, masks.MASKED_LOGIT]]
     )
     assert np.isfinite(np.float32(masks.MASKED_LOGIT)) and masks.MASKED_LOGIT <= -1e9
+    assert decoding.NEG_INF == masks.MASKED_LOGIT  # the package's one large negative
 
 
 def test_score_functions_match_reference(rng):

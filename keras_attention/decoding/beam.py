@@ -203,6 +203,7 @@ def beam_search(
         A `SearchResult` with `K = beam_size`, best score first. With more
         beams than hypotheses exist, the surplus ones score about -1e9.
     """
+    step = loop.step_function(_OWNER, step)
     start_id = loop.token(_OWNER, "start_id", start_id)
     end_id = loop.token(_OWNER, "end_id", end_id)
     pad_id = loop.token(_OWNER, "pad_id", pad_id)

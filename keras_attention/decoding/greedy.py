@@ -54,6 +54,7 @@ def _search(
     pad_id,
     make_choose: Callable[[Any], ChooseFn],
 ) -> SearchResult:
+    step = loop.step_function(owner, step)
     start_id = loop.token(owner, "start_id", start_id)
     end_id = loop.token(owner, "end_id", end_id)
     pad_id = loop.token(owner, "pad_id", pad_id)
@@ -164,6 +165,7 @@ def sample(
         filtering.
     """
     owner = "sample"
+    loop.step_function(owner, step)
     if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
         validation.fail(owner, "temperature", "a positive float", temperature, TypeError)
     if not temperature > 0:

@@ -16,9 +16,11 @@ import keras
 from keras import ops
 
 from keras_attention import validation
+from keras_attention.masks import MASKED_LOGIT
 
-# Finite, so that sums, products and divisions never give NaN (never -inf).
-NEG_INF = -1e9
+# The log-probability of what cannot happen: the package's one large negative,
+# `masks.MASKED_LOGIT` (finite, so sums, products and divisions never give NaN).
+NEG_INF = MASKED_LOGIT
 
 StepFn = Callable[..., tuple]
 
@@ -66,6 +68,13 @@ def size(owner: str, name: str, value, minimum: int = 1):
             )
         return ops.cast(value, "int32")
     return validation.integer(owner, name, concrete, minimum=minimum)
+
+
+def step_function(owner: str, step) -> StepFn:
+    """`step`, checked to be callable (a TypeError naming the search and `step`)."""
+    return validation.function(
+        owner, "step", step, "step(ids, state, index) -> (logits, state[, attention])"
+    )
 
 
 def token(owner: str, name: str, value) -> int:

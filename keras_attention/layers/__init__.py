@@ -6,6 +6,7 @@ from keras_attention.layers.attention_rnn_cell import AttentionRNNCell
 from keras_attention.layers.bahdanau import BahdanauAttention
 from keras_attention.layers.bahdanau_monotonic import BahdanauMonotonicAttention
 from keras_attention.layers.base import BaseAttention
+from keras_attention.layers.content_attention import ContentAttention
 from keras_attention.layers.dynamic_convolution_attention import DynamicConvolutionAttention
 from keras_attention.layers.gmm_attention import GMMAttention
 from keras_attention.layers.location_sensitive import LocationSensitiveAttention
@@ -25,6 +26,7 @@ __all__ = [
     "BaseAttention",
     "BahdanauAttention",
     "BahdanauMonotonicAttention",
+    "ContentAttention",
     "DynamicConvolutionAttention",
     "GMMAttention",
     "LearnedPositionalEmbedding",

@@ -4,7 +4,19 @@ from keras import ops
 from keras_attention import backends
 from keras_attention import masks as masks_lib
 from keras_attention import ops as attention_ops
+from keras_attention import validation
 from keras_attention.layers.base import BaseAttention
+
+# The content layers' constructor arguments that no alignment-state layer takes.
+CONTENT_ARGUMENTS = ("dropout", "implementation", "block_size", "window")
+NO_CONTENT_ARGUMENTS = (
+    "an alignment-state layer has no attention dropout, chunked path or sliding "
+    "window: its alignment decides where to attend"
+)
+# Taken by the layers that use them (location-sensitive: `probability_fn`;
+# monotonic: `seed`, of its noise).
+NO_PROBABILITY_FN = "the layer normalizes its alignment its own way"
+NO_SEED = "the layer draws nothing at random"
 
 
 class AlignmentAttention(BaseAttention):
@@ -12,21 +24,23 @@ class AlignmentAttention(BaseAttention):
 
     Location-sensitive and monotonic attention read where they attended at
     the previous step, so each decoding step takes a state and returns the
-    next one (the extension of the contract described in
-    `keras_attention.layers.base`):
+    next one, through the one step of every layer (`keras_attention.layers.base`):
 
-    - `has_alignment_state = True`, and `alignment_state_keys` names the
-      state's tensors (`"weights"`, the previous alignment, always first);
+    - `alignment_state_keys` names the state's tensors (`"weights"`, the
+      previous alignment, always first), and `has_alignment_state` is True;
     - `initial_alignment_state(memory, value_mask=None)`: a dict of float
       `(B, n)` tensors, float32 (float64 for a float64 layer) whatever the
       compute dtype, so cumulative sums and products stay accurate in mixed
       precision; `n` is `Tv` for a tensor over the memory positions (the
       weights) and may be another size (`alignment_state_sizes(Tv)` says
-      which: the `(B, K)` means of `GMMAttention`);
-    - `attend(query, key_features, value_features, ..., alignment_state=None)`
-      takes a rank-2 query `(B, dq)` (one step) and returns
-      `(context, new_state)`, or `(context, weights, new_state)` with
-      `return_attention_scores=True`;
+      which: the `(B, K)` means of `GMMAttention`); `memory` is any `(B, Tv)`
+      or `(B, Tv, d)` tensor of the memory, of known or unknown length;
+    - `step(query, key_features, value_features, value_mask=None,
+      alignment_state=None, training=None, noise=None)` takes a `(B, dq)`
+      query and returns `(context, weights, new_state)`; `attend(...,
+      alignment_state=None, noise=None)` the same step with the masks of
+      `call`, returning `(context, new_state)`, or `(context, weights,
+      new_state)` with `return_attention_scores=True`;
     - `layer(query, value)` with a `(B, Tq, dq)` query runs the recurrence over
       the queries from the initial state, in a loop (`backends.scan_states`:
       `keras.ops.scan`, `tf.scan` on TensorFlow for XLA), so a symbolic or
@@ -37,7 +51,11 @@ class AlignmentAttention(BaseAttention):
     leaves the state as it was. `attention_mask` `(B, Tq, Tv)` (or `(B, Tv)`
     for one step) restricts the positions of each step; `use_causal_mask`
     has no meaning here (the queries attend a memory) and is refused. There
-    is no attention dropout.
+    is no attention dropout, sliding window or chunked path: the content
+    layers' `dropout`, `implementation`, `block_size` and `window` are
+    refused with a TypeError that names them, as are `probability_fn` and
+    `seed` by the layers that have no use for them (location-sensitive
+    attention takes a `probability_fn`, monotonic attention a `seed`).
 
     A subclass overrides `_project_memory`, `_project_query` as any layer,
     and `_alignment(query_features, key_features, mask, state, training,
@@ -49,9 +67,15 @@ class AlignmentAttention(BaseAttention):
     has_alignment_state = True
     alignment_state_keys = ("weights",)
 
-    def __init__(self, probability_fn="softmax", seed=None, **kwargs):
-        # No sliding `window`: the alignment decides where to look.
-        super().__init__(probability_fn, 0.0, seed, "exact", None, window=None, **kwargs)
+    def __init__(self, **kwargs):
+        # Arguments of other layers that reach this base are not the layer's own:
+        # refused by name, not by Python's "got multiple values" or Keras's
+        # "unrecognized keyword arguments".
+        owner = type(self).__name__
+        validation.not_given(owner, kwargs, CONTENT_ARGUMENTS, NO_CONTENT_ARGUMENTS)
+        validation.not_given(owner, kwargs, ("probability_fn",), NO_PROBABILITY_FN)
+        validation.not_given(owner, kwargs, ("seed",), NO_SEED)
+        super().__init__(**kwargs)
 
     @property
     def _state_dtype(self):
@@ -79,18 +103,9 @@ class AlignmentAttention(BaseAttention):
     @staticmethod
     def _first_position(zeros, value_mask):
         """A one-hot on memory position 0 `(B, Tv)` (zeros where it is masked)."""
-        first = ops.equal(ops.arange(ops.shape(zeros)[1]), 0)[None]  # (1, Tv)
-        first = zeros + ops.cast(first, zeros.dtype)  # (B, Tv)
+        # From a cumulative sum, not `arange(Tv)`: `Tv` may be unknown (a symbolic memory).
+        first = ops.cast(ops.cumsum(zeros + 1.0, axis=1) < 1.5, zeros.dtype)  # (B, Tv)
         return masks_lib.zero_masked(first, value_mask)
-
-    def alignment_state_sizes(self, value_length):
-        """The size `n` of each state tensor `(B, n)`, by key.
-
-        `value_length` is the memory's `Tv` (None when unknown); a key that is
-        per memory position has that size, any other its own (the `(B, K)`
-        means of `GMMAttention`). `AttentionRNNCell` declares its state from it.
-        """
-        return {key: value_length for key in self.alignment_state_keys}
 
     def _alignment(self, query_features, key_features, mask, state, training, noise):
         raise TypeError(f"{type(self).__name__} must override `_alignment`.")
@@ -105,9 +120,6 @@ class AlignmentAttention(BaseAttention):
         inside `lax.scan` (the new seed would leak out of the loop body).
         """
         return None
-
-    def _score(self, query, key):
-        raise TypeError(f"{type(self).__name__} computes its weights in `_alignment`.")
 
     # ------------------------------------------------------------ contract
     def call(
@@ -170,13 +182,13 @@ class AlignmentAttention(BaseAttention):
         `noise`: this step's slice `(B, Tv)` of `draw_noise`, from a caller
         that draws outside its loop; None draws it here.
         """
-        if len(query.shape) != 2:
-            self._fail(
-                "query",
-                "one decoding step of shape (B, dq) in `attend` (the layer carries an "
-                "alignment state; call the layer on a (B, Tq, dq) query to run all steps)",
-                f"shape {tuple(query.shape)}",
-            )
+        validation.step_query(
+            self._owner,
+            query,
+            "attend",
+            " (the layer carries an alignment state; call the layer on a (B, Tq, dq) "
+            "query to run all steps)",
+        )
         self._refuse_causal(use_causal_mask)
         if alignment_state is None:
             alignment_state = self.initial_alignment_state(key_features, value_mask)
@@ -199,6 +211,33 @@ class AlignmentAttention(BaseAttention):
         if return_attention_scores:
             return context, weights, state
         return context, state
+
+    def step(
+        self,
+        query,
+        key_features,
+        value_features,
+        value_mask=None,
+        alignment_state=None,
+        training=None,
+        noise=None,
+    ):
+        """One `(B, dq)` query from `alignment_state`: `(context, weights, new_state)`.
+
+        `noise`: this step's slice `(B, Tv)` of `draw_noise`, from a caller
+        that draws outside its loop; None draws it here.
+        """
+        validation.step_query(self._owner, query)
+        return self.attend(
+            query,
+            key_features,
+            value_features,
+            value_mask=value_mask,
+            return_attention_scores=True,
+            training=training,
+            alignment_state=alignment_state,
+            noise=noise,
+        )
 
     def _teacher_forced(
         self, query, key_features, value_features, query_mask, value_mask, attention_mask, training
@@ -270,9 +309,3 @@ class AlignmentAttention(BaseAttention):
                 "other; a causal mask has no meaning there)",
                 "use_causal_mask=True",
             )
-
-    def get_config(self):
-        config = super().get_config()
-        for argument in ("dropout", "implementation", "block_size", "window"):
-            config.pop(argument)
-        return config

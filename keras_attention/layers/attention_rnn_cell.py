@@ -22,12 +22,12 @@ class AttentionRNNState(NamedTuple):
         output: the previous step's output `(B, output_size)` (zeros at the
             start), which a masked (padded) decoder step repeats; `None` in
             `pack_state` means zeros.
-        alignment: the attention's alignment state, a dict of `(B, n)`
-            tensors named by `attention.alignment_state_keys` (`n` from
-            `attention.alignment_state_sizes(Tv)`: `Tv` for the weights, `K`
-            for the means of `GMMAttention`), for a layer with
-            `has_alignment_state` (location-sensitive, monotonic, GMM, DCA);
-            `None` otherwise, and in `pack_state` it means the initial one.
+        alignment: the attention's alignment state (`attention.step`), a
+            dict of `(B, n)` tensors named by `attention.alignment_state_keys`
+            (`n` from `attention.alignment_state_sizes(Tv)`: `Tv` for the
+            weights, `K` for the means of `GMMAttention`); `None` when the
+            attention keeps none (content attention, whose state is `{}`), and
+            in `pack_state` it means the initial one.
     """
 
     cell_states: list
@@ -42,7 +42,11 @@ class AttentionRNNState(NamedTuple):
 
 def _flatten(x):
     """`(B, ...)` -> `(B, n)`."""
-    return x if len(x.shape) == 2 else ops.reshape(x, (ops.shape(x)[0], -1))
+    if len(x.shape) == 2:
+        return x
+    if keras.backend.is_keras_tensor(x):  # a Functional model's node: the batch is set when run
+        return keras.layers.Reshape((-1,))(x)
+    return ops.reshape(x, (ops.shape(x)[0], -1))
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -75,12 +79,13 @@ class AttentionRNNCell(keras.layers.Layer):
     wrapped cell's states, then `a_{t-1}` `(B, attention_size)`, `w_{t-1}`
     (the attention weights of the previous step), and the memory: projected
     keys, projected values and the memory mask as 0/1 floats `(B, Tv)`. The
-    memory parts never change over time. An attention with an alignment state
-    (`attention.has_alignment_state`: location-sensitive, monotonic, GMM,
-    DCA) adds its `(B, n)` state tensors last, in
-    `attention.alignment_state_keys` order, each declared with the size
-    `attention.alignment_state_sizes(Tv)` gives it (`Tv`, or `K` for the
-    means of `GMMAttention`), and reads them at every step. Read it by name with
+    memory parts never change over time. Last come the `(B, n)` tensors of
+    the attention's alignment state (`attention.initial_alignment_state`,
+    then what `attention.step` returns), in `attention.alignment_state_keys`
+    order, each declared with the size `attention.alignment_state_sizes(Tv)`
+    gives it (`Tv`, or `K` for the means of `GMMAttention`): none for content
+    attention, whose state is empty. Every step calls `attention.step`, the
+    same for every layer. Read it by name with
     `unpack_state(states)` (an `AttentionRNNState`) or
     `attention_weights(states)`, and write it with `pack_state(state)`;
     do not index the list.
@@ -141,14 +146,16 @@ class AttentionRNNCell(keras.layers.Layer):
             raise TypeError(
                 "AttentionRNNCell: `attention` must be an attention layer of "
                 "keras_attention (a `keras_attention.layers.BaseAttention`, with "
-                "`project_memory` and `attend`), such as BahdanauAttention or MultiHead. "
+                "`project_memory` and `step`), such as BahdanauAttention or MultiHead. "
                 f"Received: {self.attention!r}"
             )
         self.attention_layer_size = validation.integer(
             "AttentionRNNCell", "attention_layer_size", attention_layer_size, allow_none=True
         )
         attention_layer_size = self.attention_layer_size
-        self.return_attention_weights = bool(return_attention_weights)
+        self.return_attention_weights = validation.flag(
+            "AttentionRNNCell", "return_attention_weights", return_attention_weights
+        )
         self._memory_shapes = None
         self._state_dims = None
         self._input_size = None  # the step inputs' feature size, from `build`
@@ -190,18 +197,12 @@ class AttentionRNNCell(keras.layers.Layer):
 
     @property
     def _alignment_keys(self):
-        return tuple(self.attention.alignment_state_keys) if self._has_alignment else ()
+        return tuple(self.attention.alignment_state_keys)
 
     def _alignment_sizes(self):
         """`{key: n}` of the alignment state's `(B, n)` tensors (None: an unknown `Tv`)."""
-        if not self._has_alignment:
-            return {}
         length = validation.static(self._memory_shapes["value_shape"][1])
         return self.attention.alignment_state_sizes(length)
-
-    @property
-    def _has_alignment(self):
-        return self.attention.has_alignment_state
 
     @property
     def state_size(self):
@@ -314,7 +315,7 @@ class AttentionRNNCell(keras.layers.Layer):
         attention, weights, keys, values, mask = states[count + 1 : count + 6]
         keys, values = self._restore(keys, "keys"), self._restore(values, "values")
         weights = self._restore(weights, "weights")
-        alignment = dict(zip(names, states[count + 6 :])) if names else None
+        alignment = dict(zip(names, states[count + 6 :])) or None  # None: an empty state
         return AttentionRNNState(
             cell_states, attention, weights, keys, values, ops.greater(mask, 0.5), output, alignment
         )
@@ -342,12 +343,10 @@ class AttentionRNNCell(keras.layers.Layer):
             "weights": (tuple(state.weights.shape[1:-1]), ()),
         }
         memory = [_flatten(state.keys), _flatten(state.values), mask]
-        alignment = []
-        if self._has_alignment:
-            initial = state.alignment
-            if initial is None:
-                initial = self.attention.initial_alignment_state(mask, ops.greater(mask, 0.5))
-            alignment = [initial[name] for name in self._alignment_keys]  # (B, n) each
+        alignment = state.alignment
+        if alignment is None:
+            alignment = self.attention.initial_alignment_state(mask, ops.greater(mask, 0.5))
+        alignment = [alignment[name] for name in self._alignment_keys]  # (B, n) each
         return [output, *cell_states, state.attention, _flatten(state.weights), *memory, *alignment]
 
     def _restore(self, flat, name):
@@ -378,12 +377,10 @@ class AttentionRNNCell(keras.layers.Layer):
         leaks the new seed out of the loop body). `AttentionRNN` calls this
         before its loop, on every backend: the draws `(B, T, Tv)` ride in
         the step inputs, one slice a step, and `call` splits them off and
-        hands them to `attend`; `reset_step_noise` ends that. Returns
+        hands them to `attention.step`; `reset_step_noise` ends that. Returns
         `sequences` unchanged when the attention draws nothing.
         """
         self._noise_in_inputs = False
-        if not self._has_alignment:
-            return sequences
         memory = ops.convert_to_tensor(memory)
         shape = (ops.shape(sequences)[1], ops.shape(memory)[0], ops.shape(memory)[1])
         noise = self.attention.draw_noise(shape, training)  # (T, B, Tv) or None
@@ -405,7 +402,7 @@ class AttentionRNNCell(keras.layers.Layer):
         cell_states, previous_attention = list(states[1 : count + 1]), states[count + 1]
         flat_keys, flat_values, memory_mask = states[count + 3 : count + 6]
         alignment = dict(zip(self._alignment_keys, states[count + 6 :]))
-        extra = {"alignment_state": alignment} if self._has_alignment else {}
+        extra = {}
         if self._noise_in_inputs:  # this step's draws (append_step_noise)
             inputs, noise = inputs[:, : self._input_size], inputs[:, self._input_size :]
             extra["noise"] = noise
@@ -415,17 +412,15 @@ class AttentionRNNCell(keras.layers.Layer):
         cell_output, new_cell_states = self.cell(cell_input, cell_states, training=training)
         if not isinstance(new_cell_states, (list, tuple)):
             new_cell_states = [new_cell_states]
-        attended = self.attention.attend(
+        context, weights, alignment = self.attention.step(
             cell_output,
             key_features,
             value_features,
             value_mask=ops.greater(memory_mask, 0.5),
-            return_attention_scores=True,
+            alignment_state=alignment,
             training=training,
             **extra,
-        )
-        context, weights = attended[:2]  # (B, dv), (B, Tv) or (B, H, Tv)
-        alignment = attended[2] if self._has_alignment else {}
+        )  # (B, dv), (B, Tv) or (B, H, Tv), the next alignment state
         attention = context
         if self.attention_dense is not None:
             attention = self.attention_dense(ops.concatenate([cell_output, context], -1))

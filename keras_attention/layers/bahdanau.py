@@ -5,12 +5,12 @@ from keras import ops
 
 from keras_attention import scores
 from keras_attention import validation
-from keras_attention.layers.base import BaseAttention
+from keras_attention.layers.content_attention import ContentAttention
 from keras_attention.layers.kernel_args import KernelArgsMixin
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class BahdanauAttention(KernelArgsMixin, BaseAttention):
+class BahdanauAttention(KernelArgsMixin, ContentAttention):
     """Additive attention (Bahdanau et al., 2015).
 
     `score(q, k) = vᵀ tanh(W_q q + W_k k + b)`, weights `= softmax(score)` over
@@ -26,7 +26,7 @@ class BahdanauAttention(KernelArgsMixin, BaseAttention):
         normalize: weight-normalize `v` with a learned gain.
         use_bias: add a learned bias `b` inside the tanh.
         probability_fn, dropout, seed, implementation, block_size: as in
-            `BaseAttention`; the chunked path never holds the
+            `ContentAttention`; the chunked path never holds the
             `(B, Tq, Tv, units)` tanh, only `(B, block, block, units)` tiles
             (`block_size` 32 by default).
         kernel_initializer, bias_initializer, kernel_regularizer,
@@ -35,7 +35,7 @@ class BahdanauAttention(KernelArgsMixin, BaseAttention):
             copy (a seeded initializer a seed derived per weight), so `W_q`
             and `W_k` never start equal; `v` is initialized as the kernel of
             a `Dense(units -> 1)`, so any kernel initializer applies.
-        window: a sliding window, as in `BaseAttention`.
+        window: a sliding window, as in `ContentAttention`.
         **kwargs: base layer arguments.
 
     Call arguments and returns: the contract of `BaseAttention`; the context
@@ -78,11 +78,17 @@ class BahdanauAttention(KernelArgsMixin, BaseAttention):
         **kwargs,
     ):
         super().__init__(
-            probability_fn, dropout, seed, implementation, block_size, window=window, **kwargs
+            probability_fn=probability_fn,
+            dropout=dropout,
+            seed=seed,
+            implementation=implementation,
+            block_size=block_size,
+            window=window,
+            **kwargs,
         )
         self.units = validation.integer("BahdanauAttention", "units", units)
-        self.normalize = bool(normalize)
-        self.use_bias = bool(use_bias)
+        self.normalize = validation.flag("BahdanauAttention", "normalize", normalize)
+        self.use_bias = validation.flag("BahdanauAttention", "use_bias", use_bias)
         self._set_kernel_args(
             kernel_initializer,
             bias_initializer,

@@ -83,20 +83,21 @@ class BahdanauMonotonicAttention(MonotonicAttentionBase):
         **kwargs,
     ):
         super().__init__(
-            sigmoid_noise,
-            score_bias_init,
-            mode,
-            seed,
-            kernel_initializer,
-            bias_initializer,
-            kernel_regularizer,
-            bias_regularizer,
-            kernel_constraint,
-            bias_constraint,
+            sigmoid_noise=sigmoid_noise,
+            score_bias_init=score_bias_init,
+            mode=mode,
+            seed=seed,
+            kernel_initializer=kernel_initializer,
+            bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint,
+            bias_constraint=bias_constraint,
             **kwargs,
         )
-        self.units = validation.integer("BahdanauMonotonicAttention", "units", units)
-        self.normalize = bool(normalize)
+        owner = type(self).__name__
+        self.units = validation.integer(owner, "units", units)
+        self.normalize = validation.flag(owner, "normalize", normalize)
 
     def build(self, query_shape, value_shape=None, key_shape=None):
         value_shape = query_shape if value_shape is None else value_shape

@@ -101,8 +101,8 @@ class DynamicConvolutionAttention(KernelArgsMixin, AlignmentAttention):
         bias_constraint=None,
         **kwargs,
     ):
-        super().__init__("softmax", None, **kwargs)
         owner = "DynamicConvolutionAttention"
+        super().__init__(**kwargs)
         for name, value in (
             ("units", units),
             ("static_filters", static_filters),
@@ -193,8 +193,6 @@ class DynamicConvolutionAttention(KernelArgsMixin, AlignmentAttention):
 
     def get_config(self):
         config = super().get_config()
-        for argument in ("probability_fn", "seed"):
-            config.pop(argument)
         config.update(
             units=self.units,
             static_filters=self.static_filters,

@@ -96,8 +96,8 @@ class GMMAttention(KernelArgsMixin, AlignmentAttention):
         bias_constraint=None,
         **kwargs,
     ):
-        super().__init__("softmax", None, **kwargs)
         owner = "GMMAttention"
+        super().__init__(**kwargs)
         self.num_mixtures = validation.integer(owner, "num_mixtures", num_mixtures)
         self.units = validation.integer(owner, "units", units)
         self.delta_bias_init = validation.number(owner, "delta_bias_init", delta_bias_init)
@@ -160,8 +160,6 @@ class GMMAttention(KernelArgsMixin, AlignmentAttention):
 
     def get_config(self):
         config = super().get_config()
-        for argument in ("probability_fn", "seed"):
-            config.pop(argument)
         config.update(
             num_mixtures=self.num_mixtures,
             units=self.units,

@@ -96,8 +96,11 @@ class LocationSensitiveAttention(KernelArgsMixin, AlignmentAttention):
         bias_constraint=None,
         **kwargs,
     ):
-        super().__init__(probability_fn, None, **kwargs)
+        super().__init__(**kwargs)
         owner = "LocationSensitiveAttention"
+        self.probability_fn = validation.choice(
+            owner, "probability_fn", probability_fn, attention_ops.PROBABILITY_FNS
+        )
         self.units = validation.integer(owner, "units", units)
         self.filters = validation.integer(owner, "filters", filters)
         self.kernel_size = validation.integer(owner, "kernel_size", kernel_size)
@@ -114,7 +117,7 @@ class LocationSensitiveAttention(KernelArgsMixin, AlignmentAttention):
                 for size in inference_window
             )
         self.inference_window = inference_window
-        self.use_bias = bool(use_bias)
+        self.use_bias = validation.flag(owner, "use_bias", use_bias)
         self._set_kernel_args(
             kernel_initializer,
             bias_initializer,
@@ -217,8 +220,8 @@ class LocationSensitiveAttention(KernelArgsMixin, AlignmentAttention):
 
     def get_config(self):
         config = super().get_config()
-        config.pop("seed")
         config.update(
+            probability_fn=self.probability_fn,
             units=self.units,
             filters=self.filters,
             kernel_size=self.kernel_size,

@@ -3,14 +3,14 @@ from keras import ops
 
 from keras_attention import scores
 from keras_attention import validation
-from keras_attention.layers.base import BaseAttention
+from keras_attention.layers.content_attention import ContentAttention
 from keras_attention.layers.kernel_args import KernelArgsMixin
 
 SCORE_MODES = ("dot", "general", "concat")
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class LuongAttention(KernelArgsMixin, BaseAttention):
+class LuongAttention(KernelArgsMixin, ContentAttention):
     """Multiplicative / concat attention (Luong, Pham & Manning, 2015).
 
     Scores, selected by `score_mode`:
@@ -30,13 +30,13 @@ class LuongAttention(KernelArgsMixin, BaseAttention):
         units: hidden size of the `"concat"` score (required there, unused
             otherwise).
         probability_fn, dropout, seed, implementation, block_size: as in
-            `BaseAttention` (tiles of 512 for `"dot"`/`"general"`, 32 for
+            `ContentAttention` (tiles of 512 for `"dot"`/`"general"`, 32 for
             `"concat"` by default).
         kernel_initializer, bias_initializer, kernel_regularizer,
         bias_regularizer, kernel_constraint, bias_constraint: for `W`, `v`
             (each weight its own copy, a seeded initializer a seed derived
             per weight; `v` initialized as the kernel of a `Dense(units -> 1)`).
-        window: a sliding window, as in `BaseAttention`.
+        window: a sliding window, as in `ContentAttention`.
         **kwargs: base layer arguments.
 
     Call arguments and returns: the contract of `BaseAttention`; the context
@@ -78,14 +78,19 @@ class LuongAttention(KernelArgsMixin, BaseAttention):
         **kwargs,
     ):
         super().__init__(
-            probability_fn, dropout, seed, implementation, block_size, window=window, **kwargs
+            probability_fn=probability_fn,
+            dropout=dropout,
+            seed=seed,
+            implementation=implementation,
+            block_size=block_size,
+            window=window,
+            **kwargs,
         )
-        self.score_mode = validation.choice("LuongAttention", "score_mode", score_mode, SCORE_MODES)
+        owner = type(self).__name__  # LuongLocalPAttention's errors name it
+        self.score_mode = validation.choice(owner, "score_mode", score_mode, SCORE_MODES)
         if score_mode == "concat":
-            units = validation.integer(
-                "LuongAttention", "units", units, when=" when score_mode='concat'"
-            )
-        self.use_scale = bool(use_scale)
+            units = validation.integer(owner, "units", units, when=" when score_mode='concat'")
+        self.use_scale = validation.flag(owner, "use_scale", use_scale)
         self.units = units
         self._set_kernel_args(
             kernel_initializer,

@@ -1,8 +1,6 @@
 import keras
 from keras import ops
 
-from keras_attention import masks as masks_lib
-from keras_attention import ops as attention_ops
 from keras_attention import scores
 from keras_attention import validation
 from keras_attention.layers.luong import LuongAttention
@@ -24,19 +22,24 @@ class LuongLocalPAttention(LuongAttention):
     Luong et al. report best with local-p). The Gaussian favours positions
     near `p_i`, and trains `p_i` through the gradient; the weights sum to
     less than 1. Unlike monotonic attention, each query places its window
-    from its own content, so there is no state to carry: `attend` and
-    `AttentionRNNCell` work as for `LuongAttention`.
+    from its own content, so there is no state to carry: `attend`, `step`
+    and `AttentionRNNCell` work as for `LuongAttention`. The window and the
+    Gaussian enter through `ContentAttention`'s `_locality` hook.
 
     Args:
         window_width: `D`, the half-width of the window (default 10, the
             paper's).
         score_mode, use_scale, units: as in `LuongAttention`.
         position_units: size of `W_p`'s output; `None` uses the query's size.
-        probability_fn, dropout, seed: as in `BaseAttention` (the path is
-            always exact: the Gaussian multiplies the normalized weights).
+        probability_fn, dropout, seed, block_size: as in `ContentAttention`.
+        implementation: `"exact"` (default) or `"auto"`, which gives the
+            exact path too: the Gaussian multiplies the normalized weights,
+            which the chunked path never holds.
         kernel_initializer, bias_initializer, kernel_regularizer,
         bias_regularizer, kernel_constraint, bias_constraint: for `W`, `W_p`,
             `v_p` and the score's weights, each its own copy.
+        window: None only: local-p places its own window (`window_width`
+            around the predicted position); kept for the content contract.
         **kwargs: base layer arguments.
 
     Call arguments and returns: the contract of `BaseAttention`. `S` comes
@@ -69,21 +72,53 @@ class LuongLocalPAttention(LuongAttention):
         probability_fn="softmax",
         dropout=0.0,
         seed=None,
+        implementation="exact",
+        block_size=None,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
         kernel_regularizer=None,
         bias_regularizer=None,
         kernel_constraint=None,
         bias_constraint=None,
+        window=None,
         **kwargs,
     ):
-        # No sliding `window`: `window_width` around the predicted p_t is the window.
         super().__init__(
-            score_mode, use_scale, units, probability_fn, dropout, seed, "exact", None,
-            kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer,
-            kernel_constraint, bias_constraint, window=None, **kwargs,
-        )  # fmt: skip
+            score_mode=score_mode,
+            use_scale=use_scale,
+            units=units,
+            probability_fn=probability_fn,
+            dropout=dropout,
+            seed=seed,
+            implementation=implementation,
+            block_size=block_size,
+            kernel_initializer=kernel_initializer,
+            bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint,
+            bias_constraint=bias_constraint,
+            window=window,
+            **kwargs,
+        )
         owner = "LuongLocalPAttention"
+        if self.window is not None:  # it chooses where to look itself
+            validation.fail(
+                owner,
+                "window",
+                "None (local-p attends `window_width` positions around the position "
+                "each query predicts)",
+                window,
+                error=TypeError,
+            )
+        if self.implementation == "chunked":
+            validation.fail(
+                owner,
+                "implementation",
+                "'exact' or 'auto' (local-p multiplies its normalized weights by a "
+                "Gaussian; the chunked path never holds them)",
+                implementation,
+            )
         self.window_width = validation.integer(owner, "window_width", window_width)
         self.position_units = validation.integer(
             owner, "position_units", position_units, allow_none=True
@@ -108,54 +143,16 @@ class LuongLocalPAttention(LuongAttention):
             length = ops.reshape(length, (-1,) + (1,) * (len(hidden.shape) - 2))
         return length * ops.sigmoid(ops.cast(logits, "float32"))
 
-    def attend(
-        self,
-        query,
-        key_features,
-        value_features,
-        query_mask=None,
-        value_mask=None,
-        attention_mask=None,
-        use_causal_mask=False,
-        return_attention_scores=False,
-        training=None,
-    ):
+    def _locality(self, query, key_features, value_mask):
+        """`|j - p| <= D` and `exp(-(j - p)² / (2σ²))`: `(B, [Tq,] Tv)` each."""
         value_length = ops.shape(key_features)[1]
-        # A step is projected while rank 2 (a rank-3 Dense is a Tensordot, whose
-        # gradient XLA cannot compile inside the while loop of an RNN).
-        features = self._project_query(query)
         centre = self.positions(query, value_mask, value_length)  # (B, [Tq])
-        single_step = len(query.shape) == 2
-        if single_step:
-            features, centre = ops.expand_dims(features, 1), ops.expand_dims(centre, 1)
-            query_mask = None if query_mask is None else ops.expand_dims(query_mask, 1)
-            if attention_mask is not None:
-                attention_mask = ops.expand_dims(attention_mask, 1)
-        query_length = ops.shape(features)[1]
-        distance = ops.arange(value_length, dtype="float32") - centre[..., None]  # (B, Tq, Tv)
-        window = ops.abs(distance) <= float(self.window_width)
-        mask = masks_lib.attention_mask_from(
-            query_mask, value_mask, attention_mask, use_causal_mask, query_length, value_length
-        )
-        mask = window if mask is None else ops.logical_and(mask, window)
-        score, query_in, key_in, params = self._score(features, key_features)
-        logits = score.logits(score.prepare(query_in), key_in, *params)  # (B, Tq, Tv)
-        weights = attention_ops.attention_weights(logits, mask, self.probability_fn)
+        distance = ops.arange(value_length, dtype="float32") - centre[..., None]  # (B, [Tq,] Tv)
         sigma = self.window_width / 2.0
-        weights = weights * ops.exp(-ops.square(distance) / (2.0 * sigma * sigma))
-        weights = ops.cast(weights, self.compute_dtype)
-        dropped = weights
-        if training and self.dropout > 0:
-            dropped = keras.random.dropout(weights, self.dropout, seed=self.seed_generator)
-        context = attention_ops.weighted_sum(dropped, value_features)  # (B, Tq, dv)
-        if single_step:
-            context, weights = context[:, 0], weights[:, 0]
-        context = ops.cast(context, self.compute_dtype)
-        return (context, weights) if return_attention_scores else context
+        gaussian = ops.exp(-ops.square(distance) / (2.0 * sigma * sigma))
+        return ops.abs(distance) <= float(self.window_width), gaussian
 
     def get_config(self):
         config = super().get_config()
-        for argument in ("implementation", "block_size", "window"):
-            config.pop(argument)
         config.update(window_width=self.window_width, position_units=self.position_units)
         return config

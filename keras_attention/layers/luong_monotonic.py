@@ -2,6 +2,7 @@ import keras
 from keras import ops
 
 from keras_attention import scores
+from keras_attention import validation
 from keras_attention.layers.monotonic_base import MonotonicAttentionBase
 
 
@@ -69,19 +70,19 @@ class LuongMonotonicAttention(MonotonicAttentionBase):
         **kwargs,
     ):
         super().__init__(
-            sigmoid_noise,
-            score_bias_init,
-            mode,
-            seed,
-            kernel_initializer,
-            bias_initializer,
-            kernel_regularizer,
-            bias_regularizer,
-            kernel_constraint,
-            bias_constraint,
+            sigmoid_noise=sigmoid_noise,
+            score_bias_init=score_bias_init,
+            mode=mode,
+            seed=seed,
+            kernel_initializer=kernel_initializer,
+            bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint,
+            bias_constraint=bias_constraint,
             **kwargs,
         )
-        self.use_scale = bool(use_scale)
+        self.use_scale = validation.flag(type(self).__name__, "use_scale", use_scale)
 
     def build(self, query_shape, value_shape=None, key_shape=None):
         value_shape = query_shape if value_shape is None else value_shape

@@ -38,8 +38,9 @@ class MonotonicAttentionBase(KernelArgsMixin, AlignmentAttention):
         bias_constraint=None,
         **kwargs,
     ):
-        super().__init__("softmax", seed, **kwargs)
+        super().__init__(**kwargs)
         owner = type(self).__name__
+        self.seed = seed
         self.sigmoid_noise = validation.number(owner, "sigmoid_noise", sigmoid_noise)
         if self.sigmoid_noise < 0:
             validation.fail(owner, "sigmoid_noise", "a number >= 0", sigmoid_noise)
@@ -99,8 +100,8 @@ class MonotonicAttentionBase(KernelArgsMixin, AlignmentAttention):
 
     def get_config(self):
         config = super().get_config()
-        config.pop("probability_fn")
         config.update(
+            seed=self.seed,
             sigmoid_noise=self.sigmoid_noise,
             score_bias_init=self.score_bias_init,
             mode=self.mode,

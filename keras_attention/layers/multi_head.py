@@ -7,13 +7,13 @@ from keras import ops
 from keras_attention import masks as masks_lib
 from keras_attention import scores
 from keras_attention import validation
-from keras_attention.layers.base import BaseAttention
+from keras_attention.layers.content_attention import ContentAttention
 from keras_attention.layers.kernel_args import KernelArgsMixin
 from keras_attention.rotary import rotary_embedding
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class MultiHead(KernelArgsMixin, BaseAttention):
+class MultiHead(KernelArgsMixin, ContentAttention):
     """Multi-head attention (Vaswani et al., 2017), with grouped-query heads.
 
     Each of `H = num_heads` heads projects the query to `dk = key_dim`
@@ -46,7 +46,7 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         output_dim: features of the output; defaults to the query's.
         use_bias: biases in the four projections.
         probability_fn, dropout, seed, implementation, block_size: as in
-            `BaseAttention`; the heads share one tile layout.
+            `ContentAttention`; the heads share one tile layout.
         kernel_initializer, bias_initializer, kernel_regularizer,
         bias_regularizer, kernel_constraint, bias_constraint: for the four
             projections; each gets its own copy (a seeded initializer a seed
@@ -54,7 +54,7 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         rotary: apply rotary position embeddings to the projected queries
             and keys; needs an even `key_dim`.
         rotary_base: the wavelength base of the rotation (10,000 in RoFormer).
-        window: a sliding window, as in `BaseAttention` (e.g. `window=4096`
+        window: a sliding window, as in `ContentAttention` (e.g. `window=4096`
             with `use_causal_mask=True`: Mistral's); `call_with_cache` applies
             it too, to the cached positions.
         **kwargs: base layer arguments.
@@ -108,7 +108,13 @@ class MultiHead(KernelArgsMixin, BaseAttention):
         **kwargs,
     ):
         super().__init__(
-            probability_fn, dropout, seed, implementation, block_size, window=window, **kwargs
+            probability_fn=probability_fn,
+            dropout=dropout,
+            seed=seed,
+            implementation=implementation,
+            block_size=block_size,
+            window=window,
+            **kwargs,
         )
         self.num_heads = validation.integer("MultiHead", "num_heads", num_heads)
         self.key_dim = validation.integer("MultiHead", "key_dim", key_dim)
@@ -123,7 +129,7 @@ class MultiHead(KernelArgsMixin, BaseAttention):
                 f"Received: num_heads={num_heads}, "
                 f"num_key_value_heads={num_key_value_heads}"
             )
-        self.use_bias = bool(use_bias)
+        self.use_bias = validation.flag("MultiHead", "use_bias", use_bias)
         self.rotary = validation.flag("MultiHead", "rotary", rotary)
         self.rotary_base = validation.positive_number("MultiHead", "rotary_base", rotary_base)
         if self.rotary and self.key_dim % 2:

@@ -4,11 +4,11 @@ import keras
 
 from keras_attention import scores
 from keras_attention import validation
-from keras_attention.layers.base import BaseAttention
+from keras_attention.layers.content_attention import ContentAttention
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class ScaledDotProduct(BaseAttention):
+class ScaledDotProduct(ContentAttention):
     """Scaled dot-product attention (Vaswani et al., 2017), no weights.
 
     `context = softmax(q kᵀ · scale) v`, with `scale = 1/√dk` by default.
@@ -16,7 +16,7 @@ class ScaledDotProduct(BaseAttention):
     Args:
         scale: a float multiplying the scores; `None` means `1/√dk`.
         probability_fn, dropout, seed, implementation, block_size, window: as
-            in `BaseAttention`.
+            in `ContentAttention`.
         **kwargs: base layer arguments.
 
     Call arguments and returns: the contract of `BaseAttention`, with queries
@@ -47,7 +47,13 @@ class ScaledDotProduct(BaseAttention):
         **kwargs,
     ):
         super().__init__(
-            probability_fn, dropout, seed, implementation, block_size, window=window, **kwargs
+            probability_fn=probability_fn,
+            dropout=dropout,
+            seed=seed,
+            implementation=implementation,
+            block_size=block_size,
+            window=window,
+            **kwargs,
         )
         self.scale = validation.number("ScaledDotProduct", "scale", scale, allow_none=True)
 

@@ -88,10 +88,20 @@ class StepwiseMonotonicAttention(BahdanauMonotonicAttention):
         **kwargs,
     ):
         super().__init__(
-            units, normalize, sigmoid_noise, score_bias_init, mode, seed, kernel_initializer,
-            bias_initializer, kernel_regularizer, bias_regularizer, kernel_constraint,
-            bias_constraint, **kwargs,
-        )  # fmt: skip
+            units=units,
+            normalize=normalize,
+            sigmoid_noise=sigmoid_noise,
+            score_bias_init=score_bias_init,
+            mode=mode,
+            seed=seed,
+            kernel_initializer=kernel_initializer,
+            bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint,
+            bias_constraint=bias_constraint,
+            **kwargs,
+        )
 
     def _step_mode(self, training):
         if self.mode == "auto":

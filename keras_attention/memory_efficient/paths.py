@@ -174,3 +174,45 @@ def fused_attention_available(
         if query_length == 0 or value_length == 0:
             return False
     return not use_causal_mask or (isinstance(query_length, int) and query_length == value_length)
+
+
+def call_path(layer, score_kind, query, value_features, masks, dropout, return_weights) -> str:
+    """The path, "exact", "chunked" or "fused", of one call of an attention `layer`.
+
+    `query` `(B, [H,] Tq, dk)` and `value_features` `(B, [H,] Tv, dv)` as the
+    score sees them; `masks` the call's (`query_mask`, `value_mask`,
+    `attention_mask`, `use_causal_mask`, `window`); `dropout` its rate. The
+    layer gives its `implementation`, `probability_fn`, compute dtype, heads
+    and `units`; `fused_attention_available` and `choose_implementation`
+    decide.
+    """
+    static = validation.static
+    query_length = static(query.shape[-2])
+    value_length = static(value_features.shape[-2])
+    dk, dv = static(query.shape[-1]), static(value_features.shape[-1])
+    device = backends.device_kind(query)
+    fused = score_kind == "dot" and fused_attention_available(
+        dtype=layer.compute_dtype,
+        head_dim=dk if dk == dv else None,
+        query_length=query_length,
+        value_length=value_length,
+        use_causal_mask=bool(masks["use_causal_mask"]),
+        has_value_mask=masks["value_mask"] is not None,
+        has_attention_mask=masks["attention_mask"] is not None,
+        has_window=masks["window"] is not None,
+        dropout=dropout,
+        device=device,
+    )
+    return choose_implementation(
+        layer.implementation,
+        score=score_kind,
+        probability_fn=layer.probability_fn,
+        return_attention_scores=return_weights,
+        query_length=query_length,
+        value_length=value_length,
+        batch_size=static(query.shape[0]),
+        heads=layer.num_heads if layer.has_heads else 1,
+        units=getattr(layer, "units", None),
+        fused_available=fused,
+        device=device,
+    )
