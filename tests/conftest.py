@@ -34,6 +34,15 @@ BACKEND_INDEPENDENT = (
     "test_plotting.py",
     "test_plotting_html.py",
 )
+# The NMT example's tests run under tensorflow; these (node ids relative to
+# tests/, or folders ending in "/") also run under jax and torch: the example's
+# models, losses, searches, a whole run with its SavedModel, data parallelism.
+EXAMPLES_ON_EVERY_BACKEND = (
+    "examples/nmt/test_backends.py",
+    "examples/nmt/training/test_data_parallel.py",
+    "examples/nmt/models/",
+    "examples/nmt/test_transformer_step_benchmark.py",
+)
 # Tests inside those modules that do pass backend tensors: they run everywhere.
 BACKEND_DEPENDENT = (
     "test_plotting.py::test_accepts_backend_tensors",
@@ -47,6 +56,14 @@ def _listed(item, node_ids):
     return any(node_id in (path, name) for node_id in node_ids)
 
 
+def _on_every_backend(item):
+    path = os.path.relpath(str(item.path), TESTS).replace(os.sep, "/")
+    return any(
+        path.startswith(entry) if entry.endswith("/") else path == entry
+        for entry in EXAMPLES_ON_EVERY_BACKEND
+    )
+
+
 def _backend_independent(item):
     if _listed(item, BACKEND_DEPENDENT):
         return False
@@ -56,10 +73,12 @@ def _backend_independent(item):
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if BACKEND != "tensorflow":
-            if str(item.path).startswith(EXAMPLES):
-                # The NMT example is TensorFlow-based (tf.data, SavedModel export);
-                # its tests run once, under KERAS_BACKEND=tensorflow.
-                item.add_marker(pytest.mark.skip(reason="examples run on the TensorFlow backend"))
+            if str(item.path).startswith(EXAMPLES) and not _on_every_backend(item):
+                # The example's other tests (text, data, files, plots, the
+                # command lines) run once, under KERAS_BACKEND=tensorflow.
+                item.add_marker(
+                    pytest.mark.skip(reason="example tests of this kind run under tensorflow")
+                )
             elif _backend_independent(item):
                 item.add_marker(
                     pytest.mark.skip(

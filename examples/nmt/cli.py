@@ -8,8 +8,6 @@ from collections.abc import Callable
 from typing import Any
 from typing import NoReturn
 
-import keras
-
 
 class RunError(Exception):
     """A problem with a run's inputs or folder that the scripts report on one line (exit 2)."""
@@ -39,15 +37,6 @@ def integer_at_least(minimum: int) -> Callable[[str], int]:
 
     parse.__name__ = f"integer >= {minimum}"
     return parse
-
-
-def require_tensorflow_backend() -> None:
-    """The example runs on TensorFlow (tf.data, tf.distribute, SavedModel)."""
-    if keras.backend.backend() != "tensorflow":
-        raise SystemExit(
-            "examples.nmt needs the TensorFlow Keras backend. Received: "
-            f"KERAS_BACKEND={keras.backend.backend()!r}; run with KERAS_BACKEND=tensorflow."
-        )
 
 
 def add_decoding_arguments(

@@ -54,7 +54,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     config = runs.load_config(parser.parse_known_args(argv)[0].model) or {}
     parser.set_defaults(**{key: config[key] for key in run_flags() if key in config})
     args = parser.parse_args(argv)
-    cli.require_tensorflow_backend()
     try:
         model, vocabularies = runs.load_run(args.model)
         if args.attention_mode is not None:

@@ -26,11 +26,24 @@ Inside: ``examples.nmt.translator.translate``, the path evaluation and
 ``translate.py --keras`` take too (the run's vocabularies as TensorFlow ops,
 ``model.initial_state``/``model.step`` under ``keras_attention.decoding``'s searches, the
 beam size a graph input), traced into the SavedModel.
+
+The SavedModel comes from a run of any backend: a ``.keras`` file is
+backend-neutral, so a JAX or PyTorch run ends by running
+``python -m examples.nmt.export --model DIR`` in a TensorFlow process
+(``export_in_tensorflow``), which loads ``DIR/model.keras`` and the
+vocabularies and writes ``DIR/saved_model`` with the run's decoding settings.
 """
 
 from __future__ import annotations
 
 import os
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import argparse
+import subprocess
+import sys
+from collections.abc import Sequence
 
 import tensorflow as tf
 
@@ -160,3 +173,75 @@ def export_translator(
     )
     tf.saved_model.save(translator, str(path), signatures={"serving_default": serve})
     return str(path)
+
+
+SAVED_MODEL = "saved_model"
+
+
+def export_run(directory: str, path: str | None = None) -> str:
+    """Exports the run in ``directory`` (``model.keras``, vocabularies, ``config.json``).
+
+    The decoding defaults are the run's (``--max-decode-length``,
+    ``--max-length``, ``--beam-size``, ``--length-penalty``,
+    ``--coverage-penalty``); ``path`` defaults to ``directory/saved_model``.
+    """
+    from examples.nmt import runs  # noqa: PLC0415  (registers the models for loading)
+
+    model, vocabularies = runs.load_run(directory)
+    config = runs.load_config(directory) or {}
+    return export_translator(
+        model,
+        vocabularies,
+        path or os.path.join(directory, SAVED_MODEL),
+        config.get("max_decode_length") or 64,
+        config.get("max_length"),
+        beam_size=config.get("beam_size") or 1,
+        alpha=config.get("length_penalty") or 0.0,
+        beta=config.get("coverage_penalty") or 0.0,
+    )
+
+
+def export_in_tensorflow(directory: str, path: str | None = None) -> str:
+    """``export_run`` in a new TensorFlow process: the export of a JAX or PyTorch run.
+
+    Raises:
+        RuntimeError: the export failed; its last lines of output.
+    """
+    command = [sys.executable, "-m", "examples.nmt.export", "--model", directory]
+    if path is not None:
+        command += ["--output", path]
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    python_path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    environment = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONPATH": python_path}
+    done = subprocess.run(command, env=environment, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError((done.stderr or done.stdout).strip().splitlines()[-1])
+    return path or os.path.join(directory, SAVED_MODEL)
+
+
+def main(argv: Sequence[str] | None = None) -> str:
+    """Writes a run's SavedModel from its ``model.keras``, trained on any backend."""
+    parser = argparse.ArgumentParser(prog="python -m examples.nmt.export", description=main.__doc__)
+    parser.add_argument("--model", default="runs/nmt", help="a train.py output dir")
+    parser.add_argument("--output", help="the SavedModel's folder (default: MODEL/saved_model)")
+    args = parser.parse_args(argv)
+    import keras  # noqa: PLC0415
+
+    from examples.nmt import cli  # noqa: PLC0415
+
+    if keras.backend.backend() != "tensorflow":
+        cli.fail(
+            parser.prog,
+            "a SavedModel is written by TensorFlow: run with KERAS_BACKEND=tensorflow "
+            f"(received {keras.backend.backend()!r})",
+        )
+    try:
+        path = export_run(args.model, args.output)
+    except cli.RunError as error:
+        cli.fail(parser.prog, str(error))
+    print(f"SavedModel: {path}")
+    return path
+
+
+if __name__ == "__main__":
+    main()

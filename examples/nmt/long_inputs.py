@@ -277,7 +277,6 @@ def main(argv: Sequence[str] | None = None) -> dict[int, dict[str, float]]:
             cli.fail(parser.prog, f"cannot read a run's long_inputs.json: {error}")
         print(f"Outputs: {args.figure}")
         return curves
-    cli.require_tensorflow_backend()
     config = runs.load_config(args.model)
     if config is None:
         cli.fail(parser.prog, f"no run in {args.model} (no {runs.CONFIG})")

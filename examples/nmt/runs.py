@@ -21,6 +21,7 @@ from typing import Any
 
 import keras
 
+from examples.nmt import backend
 from examples.nmt.cli import RunError
 from examples.nmt.models import rnn as _rnn  # noqa: F401  (registers Seq2Seq for loading)
 from examples.nmt.models import transformer as _transformer  # noqa: F401  (registers it)
@@ -66,7 +67,13 @@ ADDED_FLAGS = {
     "encoder_layers": 1,
     "attention_units": None,
     "weight_decay": 0.0,
+    "coordinator": None,
+    "num_processes": None,
+    "process_id": None,
 }
+# The Keras backend a run trains on, recorded in its config.json (runs before
+# it was recorded trained on TensorFlow).
+BACKEND_KEY = "keras_backend"
 # Flags that may change between a run and its resumption.
 RESUME_IRRELEVANT = frozenset(
     {
@@ -75,6 +82,9 @@ RESUME_IRRELEVANT = frozenset(
         "data_dir",
         "download",
         "strategy",
+        "coordinator",
+        "num_processes",
+        "process_id",
         "samples",
         "no_export",
         "no_evaluate",
@@ -166,6 +176,15 @@ def prepare_output_dir(args: argparse.Namespace, outputs: Sequence[str] = OUTPUT
                 f"--output-dir {out} is not empty and holds no run of this script (no "
                 f"{CONFIG}); choose another folder, or pass --overwrite to write into it"
             )
+        trained_on = saved.pop(BACKEND_KEY, "tensorflow")
+        done = os.path.isfile(os.path.join(out, TRAINING))
+        if trained_on != backend.name() and not done:
+            raise RunError(
+                f"--output-dir {out} holds a run training on KERAS_BACKEND={trained_on}; "
+                f"this process runs KERAS_BACKEND={backend.name()}: resume it with "
+                f"KERAS_BACKEND={trained_on} (a finished run evaluates on any backend), "
+                "choose another folder, or pass --overwrite to replace it"
+            )
         current = vars(args)
         differing = [
             f"--{key.replace('_', '-')} {saved.get(key)!r} there, {current.get(key)!r} here"
@@ -179,5 +198,7 @@ def prepare_output_dir(args: argparse.Namespace, outputs: Sequence[str] = OUTPUT
                 "--overwrite to replace it"
             )
     os.makedirs(out, exist_ok=True)
-    write_json(vars(args), os.path.join(out, CONFIG))
+    saved = load_config(out) if used and not args.overwrite else None
+    trained_on = (saved or {}).get(BACKEND_KEY, "tensorflow" if saved else backend.name())
+    write_json({**vars(args), BACKEND_KEY: trained_on}, os.path.join(out, CONFIG))
     return used and not args.overwrite

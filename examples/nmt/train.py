@@ -171,9 +171,21 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("--jit-compile", action="store_true", help="XLA for the train step")
     parser.add_argument(
         "--strategy",
-        choices=("default", "mirrored", "multiworker"),
         default="default",
-        help="tf.distribute strategy",
+        help="default: one device; mirrored (TensorFlow): every local GPU; data (JAX): "
+        "keras.distribution.DataParallel over every device of every process. (multiworker, "
+        "tf.distribute.MultiWorkerMirroredStrategy, is refused: Keras 3 does not support "
+        "it, keras-team/keras#20585; use data on JAX across machines)",
+    )
+    parser.add_argument(
+        "--coordinator",
+        help="with --strategy data over several processes: HOST:PORT of process 0",
+    )
+    parser.add_argument(
+        "--num-processes", type=positive, help="with --coordinator: processes in all"
+    )
+    parser.add_argument(
+        "--process-id", type=at_least(0), help="with --coordinator: this process, 0 = chief"
     )
     parser.add_argument("--samples", type=at_least(0), default=3, help="heat-maps to draw")
     parser.add_argument("--no-export", action="store_true", help="skip the SavedModel")
@@ -197,6 +209,23 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
                 f"argument --{given[0].replace('_', '-')}: only for --architecture "
                 f"{architecture}, received --architecture {args.architecture}{default}"
             )
+    if args.strategy == "multiworker":
+        parser.error(f"argument --strategy: {distribution.MULTIWORKER_REFUSAL}")
+    if args.strategy not in distribution.STRATEGIES:
+        parser.error(
+            f"argument --strategy: expected one of {', '.join(distribution.STRATEGIES)}, "
+            f"received {args.strategy!r}"
+        )
+    processes = (args.coordinator, args.num_processes, args.process_id)
+    if any(value is not None for value in processes) and None in processes:
+        parser.error(
+            "arguments --coordinator, --num-processes, --process-id: expected all three or none"
+        )
+    if args.process_id is not None and args.process_id >= args.num_processes:
+        parser.error(
+            f"argument --process-id: expected < --num-processes {args.num_processes}, "
+            f"received {args.process_id}"
+        )
     if not 0.0 <= args.label_smoothing < 1.0:
         parser.error(
             f"argument --label-smoothing: expected 0 <= value < 1, received {args.label_smoothing}"
@@ -253,14 +282,19 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = make_parser()
     args = parser.parse_args(argv)
     check_args(parser, args)
-    # Before any TensorFlow op: collective ops are configured at startup only.
-    strategy = distribution.make_strategy(args.strategy)
-    tfds.disable_progress_bar()
-    chief = distribution.is_chief(strategy)
-    if not chief:  # other workers train in step with the chief; their files are dropped
-        args.output_dir = tempfile.mkdtemp(prefix="nmt-worker-")
     try:
-        return train(args, strategy=strategy)
+        # First: several processes meet here before any other work.
+        distributed = distribution.setup(
+            args.strategy, args.coordinator, args.num_processes, args.process_id
+        )
+    except cli.RunError as error:
+        cli.fail(parser.prog, str(error))
+    tfds.disable_progress_bar()
+    chief = distributed.is_chief
+    if not chief:  # other processes train in step with the chief; their files are dropped
+        args.output_dir = tempfile.mkdtemp(prefix="nmt-process-")
+    try:
+        return train(args, distributed=distributed)
     except cli.RunError as error:
         cli.fail(parser.prog, str(error))
     finally:

@@ -243,7 +243,6 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     if use_saved_model:
         translate = saved_model_translator(saved_model, args.max_decode_length, *settings)
     else:
-        cli.require_tensorflow_backend()
         translate = keras_translator(args.model, *settings, args.max_decode_length)
     max_source_length = (runs.load_config(args.model) or {}).get("max_length", DEFAULT_MAX_LENGTH)
     if args.input is None:

@@ -15,6 +15,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from examples.nmt import backend
 from examples.nmt import translator
 from examples.nmt.models.rnn import build_model
 from examples.nmt.models.transformer import build_transformer
@@ -63,9 +64,18 @@ def tiny_model(
 
 
 def search(model: keras.Model, source_ids: Any, **settings: Any):
-    """``translator.search`` over source ids in one ``tf.function``: best hypothesis first."""
-    run = tf.function(lambda ids: translator.search(model, ids, **settings), autograph=False)
-    return run(tf.convert_to_tensor(source_ids, tf.int32))
+    """``translator.search`` over source ids, compiled: best hypothesis first.
+
+    On TensorFlow, one ``tf.function`` (tensors out, as the export tests
+    compare them with a SavedModel's); elsewhere ``backend.compile_search``
+    (``jax.jit`` on JAX, eager under ``no_grad`` on PyTorch; NumPy arrays out).
+    ``keras.ops.convert_to_numpy`` reads either.
+    """
+    if keras.backend.backend() == "tensorflow":
+        run = tf.function(lambda ids: translator.search(model, ids, **settings), autograph=False)
+        return run(tf.convert_to_tensor(source_ids, tf.int32))
+    run = backend.compile_search(model, lambda ids: translator.search(model, ids, **settings))
+    return run(np.asarray(source_ids, "int32"))
 
 
 class Interrupt(keras.callbacks.Callback):

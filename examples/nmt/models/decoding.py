@@ -20,8 +20,6 @@ from typing import Any
 from typing import NamedTuple
 from typing import Protocol
 
-import tensorflow as tf
-
 from keras_attention import decoding
 
 
@@ -34,28 +32,28 @@ class Memory(NamedTuple):
         mask: boolean ``(N, Ts)``, True on real source tokens.
     """
 
-    keys: tf.Tensor
-    values: tf.Tensor
-    mask: tf.Tensor
+    keys: Any
+    values: Any
+    mask: Any
 
 
 class Decoder(Protocol):
     """What a translation model offers the searches; see the module doc."""
 
     def initial_state(
-        self, source_ids: tf.Tensor, max_length: int | tf.Tensor = ...
+        self, source_ids: Any, max_length: Any = ...
     ) -> tuple[dict[str, Any], Memory]: ...
 
     def step(
-        self, inputs: tf.Tensor, state: dict[str, Any], memory: Memory, index: tf.Tensor | int
-    ) -> tuple[tf.Tensor, dict[str, Any], tf.Tensor]: ...
+        self, inputs: Any, state: dict[str, Any], memory: Memory, index: Any | int
+    ) -> tuple[Any, dict[str, Any], Any]: ...
 
 
 def search_start(
     model: Decoder,
-    source_ids: tf.Tensor,
-    max_length: int | tf.Tensor | None = None,
-    beam_size: int | tf.Tensor = 1,
+    source_ids: Any,
+    max_length: Any | None = None,
+    beam_size: Any = 1,
 ):
     """``(step, state)`` for a search of ``keras_attention.decoding`` over ``(B, Ts)`` ids.
 
@@ -66,10 +64,10 @@ def search_start(
     memory, which is the same for every hypothesis of a sentence.
     """
     state, memory = model.initial_state(source_ids, max_length)
-    if tf.is_tensor(beam_size) or beam_size != 1:
+    if not isinstance(beam_size, int) or beam_size != 1:  # a tensor: a graph input
         memory = decoding.tile_state(memory, beam_size)
 
-    def step(ids: tf.Tensor, state: Any, index: tf.Tensor) -> tuple:
+    def step(ids: Any, state: Any, index: Any) -> tuple:
         return model.step(ids, state, memory, index)  # float32 logits, state, (N, Ts)
 
     return step, state

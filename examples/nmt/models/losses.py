@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from examples.nmt.text.special import PAD_ID
 
@@ -22,15 +22,15 @@ class MaskedCrossentropy(keras.losses.Loss):
         self.label_smoothing = label_smoothing
 
     def call(self, y_true, y_pred):
-        y_true = tf.cast(y_true, tf.int32)  # (B, T)
-        log_probs = tf.nn.log_softmax(tf.cast(y_pred, tf.float32))  # (B, T, V)
-        gold = -tf.gather(log_probs, y_true, batch_dims=2)  # (B, T)
-        uniform = -tf.reduce_mean(log_probs, axis=-1)  # (B, T)
+        y_true = ops.cast(y_true, "int32")  # (B, T)
+        log_probs = ops.log_softmax(ops.cast(y_pred, "float32"), axis=-1)  # (B, T, V)
+        gold = -ops.take_along_axis(log_probs, y_true[..., None], axis=-1)[..., 0]  # (B, T)
+        uniform = -ops.mean(log_probs, axis=-1)  # (B, T)
         per_token = (1.0 - self.label_smoothing) * gold + self.label_smoothing * uniform
-        mask = tf.cast(y_true != PAD_ID, tf.float32)
+        mask = ops.cast(ops.not_equal(y_true, PAD_ID), "float32")
         # The token mean, a scalar: Keras's reduction keeps it as it is, with
         # or without the logits' padding mask (which it rescales to mean 1).
-        return tf.math.divide_no_nan(tf.reduce_sum(per_token * mask), tf.reduce_sum(mask))
+        return ops.divide_no_nan(ops.sum(per_token * mask), ops.sum(mask))
 
     def get_config(self):
         return {**super().get_config(), "label_smoothing": self.label_smoothing}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from examples.nmt.text.special import PAD_ID
 
@@ -21,11 +21,11 @@ class MaskedAccuracy(keras.metrics.Metric):
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         del sample_weight  # the padding mask is the only weight
-        y_true = tf.cast(y_true, tf.int32)
-        mask = tf.cast(y_true != PAD_ID, tf.float32)
-        hits = tf.cast(tf.argmax(y_pred, -1, output_type=tf.int32) == y_true, tf.float32)
-        self.correct.assign_add(tf.reduce_sum(hits * mask))
-        self.count.assign_add(tf.reduce_sum(mask))
+        y_true = ops.cast(y_true, "int32")
+        mask = ops.cast(ops.not_equal(y_true, PAD_ID), "float32")
+        hits = ops.cast(ops.equal(ops.cast(ops.argmax(y_pred, -1), "int32"), y_true), "float32")
+        self.correct.assign_add(ops.sum(hits * mask))
+        self.count.assign_add(ops.sum(mask))
 
     def result(self):
-        return tf.math.divide_no_nan(self.correct, self.count)
+        return ops.divide_no_nan(self.correct, self.count)

@@ -23,13 +23,15 @@ steps nor the position; ``examples.nmt.models.transformer.Transformer`` has the
 same interface (``examples.nmt.models.decoding``) and uses both for its
 key/value caches.
 
-Attention with an alignment state (``has_alignment_state``: ``location``,
+Both decoders take one step through the layer's own ``step`` (the cell's,
+or the attention's: ``initial_alignment_state``, then ``step``), the same for
+every attention. Attention with an alignment state (``location``,
 ``monotonic``, ``stepwise``, ``gmm``, ``dca``) reads the previous step's
 alignment. Teacher forcing needs nothing new (``AttentionRNNCell`` carries
 the state; the Luong decoder's one full call runs the recurrence over the
-target); the decoding ``state`` gains ``"alignment"``, the layer's own dict
-(``initial_alignment_state``, then what ``attend`` returns), which the
-searches tile and reorder like any state, so no shape of its leaves is
+target); when that state is not empty (``{}`` for content attention) the
+decoding ``state`` carries it as ``"alignment"``, the layer's own dict, which
+the searches tile and reorder like any state, so no shape of its leaves is
 assumed (GMM's means are ``(B, 5)``). ``monotonic`` trains in the soft
 ``"parallel"`` mode with a little ``sigmoid_noise`` and decodes in that
 same mode (``stepwise`` likewise, in its ``"soft"`` mode): step-by-step
@@ -45,12 +47,12 @@ from __future__ import annotations
 from typing import Any
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 import keras_attention
 from examples.nmt.models.attentions import make_attention
 from examples.nmt.models.decoding import Memory
+from examples.nmt.models.functional import LayersFirstModel
 from examples.nmt.text.special import PAD_ID
 from keras_attention.layers.attention_rnn_cell import AttentionRNNState
 
@@ -83,7 +85,7 @@ class TakeLast(keras.layers.Layer):
 
 
 @keras.saving.register_keras_serializable(package="examples_nmt")
-class Seq2Seq(keras.Model):
+class Seq2Seq(LayersFirstModel):
     """The translation model; see the module doc. Arguments as ``build_model``."""
 
     def __init__(
@@ -234,7 +236,7 @@ class Seq2Seq(keras.Model):
         return memory, mask, first
 
     def initial_state(
-        self, source_ids: tf.Tensor, max_length: int | tf.Tensor | None = None
+        self, source_ids: Any, max_length: Any = None
     ) -> tuple[dict[str, Any], Memory]:
         """Encodes ``(B, Ts)`` ids once: the first decoder ``state`` and the ``memory``.
 
@@ -242,12 +244,13 @@ class Seq2Seq(keras.Model):
         RNN does not grow.
         """
         del max_length
-        memory, mask, first = self.encode(tf.convert_to_tensor(source_ids, tf.int32))
+        memory, mask, first = self.encode(ops.convert_to_tensor(source_ids, "int32"))
         if not self.input_feeding:
             keys, values = self.attention_layer.project_memory(memory, memory)
             state = {"cell": first}
-            if self.attention_layer.has_alignment_state:
-                state["alignment"] = self.attention_layer.initial_alignment_state(keys, mask)
+            alignment = self.attention_layer.initial_alignment_state(keys, mask)
+            if alignment:  # {} for content attention: nothing to carry
+                state["alignment"] = alignment
             return state, Memory(keys, values, mask)
         cell = self.decoder_cell
         full = cell.unpack_state(cell.initial_state(memory, value_mask=mask, cell_state=first))
@@ -262,11 +265,11 @@ class Seq2Seq(keras.Model):
 
     def step(
         self,
-        inputs: tf.Tensor,
+        inputs: Any,
         state: dict[str, Any],
         memory: Memory,
-        index: tf.Tensor | int | None = None,
-    ) -> tuple[tf.Tensor, dict[str, Any], tf.Tensor]:
+        index: Any = None,
+    ) -> tuple[Any, dict[str, Any], Any]:
         """``(N,)`` previous ids -> ``(N, V)`` float32 logits, new state, ``(N, Ts)`` weights.
 
         ``index`` (the output position) is unused: the RNN state carries it.
@@ -291,24 +294,20 @@ class Seq2Seq(keras.Model):
             output, cell_states = self.decoder_cell(embedded, state["cell"])
             if not isinstance(cell_states, (list, tuple)):
                 cell_states = [cell_states]
-            # An alignment-state layer reads the previous step's alignment and
-            # returns the next one; the search carries (and reorders) it.
-            extra = {}
-            if "alignment" in state:
-                extra["alignment_state"] = state["alignment"]
-            attended = self.attention_layer.attend(
+            # The layer's step reads the previous alignment state (None: the
+            # initial one) and returns the next; the search carries (and
+            # reorders) it.
+            context, weights, alignment = self.attention_layer.step(
                 output,
                 memory.keys,
                 memory.values,
                 value_mask=memory.mask,
-                return_attention_scores=True,
-                **extra,
+                alignment_state=state.get("alignment"),
             )
-            context, weights = attended[:2]
             attentional = self.attention_dense(ops.concatenate([output, context], -1))
             state = {"cell": list(cell_states)}
-            if extra:
-                state["alignment"] = attended[2]
+            if alignment:  # {} for content attention: nothing to carry
+                state["alignment"] = alignment
         if len(weights.shape) == 3:  # multi-head (N, H, Ts): mean over heads
             weights = ops.mean(weights, axis=1)
         logits = ops.cast(self.output_layer(attentional), "float32")

@@ -35,11 +35,11 @@ import math
 from typing import Any
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 import keras_attention
 from examples.nmt.models.decoding import Memory
+from examples.nmt.models.functional import LayersFirstModel
 from examples.nmt.text.special import PAD_ID
 
 
@@ -196,7 +196,7 @@ class ScaledEmbedding(keras.layers.Embedding):
 
 
 @keras.saving.register_keras_serializable(package="examples_nmt")
-class Transformer(keras.Model):
+class Transformer(LayersFirstModel):
     """The Transformer translation model; see the module doc and ``build_transformer``."""
 
     def __init__(
@@ -312,16 +312,14 @@ class Transformer(keras.Model):
         return weights
 
     # ------------------------------------------------------------ decoding
-    def initial_state(
-        self, source_ids: tf.Tensor, max_length: int | tf.Tensor = 64
-    ) -> tuple[dict[str, Any], Memory]:
+    def initial_state(self, source_ids: Any, max_length: Any = 64) -> tuple[dict[str, Any], Memory]:
         """Encodes ``(B, Ts)`` ids once: empty caches for ``max_length`` steps and the memory.
 
         ``Memory.keys``/``values`` hold one projected tensor per decoder block.
         """
-        source_ids = tf.convert_to_tensor(source_ids, tf.int32)
+        source_ids = ops.convert_to_tensor(source_ids, "int32")
         memory, mask = self.encode(source_ids)
-        batch = tf.shape(source_ids)[0]
+        batch = ops.shape(source_ids)[0]
         keys, values, caches = [], [], []
         for block in self.decoder_blocks:
             block_keys, block_values = block.cross_attention.project_memory(
@@ -334,11 +332,11 @@ class Transformer(keras.Model):
 
     def step(
         self,
-        inputs: tf.Tensor,
+        inputs: Any,
         state: dict[str, Any],
         memory: Memory,
-        index: tf.Tensor | int = 0,
-    ) -> tuple[tf.Tensor, dict[str, Any], tf.Tensor]:
+        index: Any = 0,
+    ) -> tuple[Any, dict[str, Any], Any]:
         """``(N,)`` ids at position ``index``: ``(N, V)`` logits, new state, ``(N, Ts)`` weights."""
         embedded = self.target_embedding(inputs[:, None])  # (N, 1, d)
         x = self.positions(embedded, start_index=index)[:, 0]  # (N, d)

@@ -1,99 +1,174 @@
-"""``tf.distribute`` for the NMT example: the ``--strategy`` and multi-worker training.
+"""Training past one device: ``--strategy``, on the engine each backend supports.
 
-``make_strategy`` builds the strategy; with ``multiworker``
-(``MultiWorkerMirroredStrategy``, workers from ``TF_CONFIG``) it has to run
-before any TensorFlow op, which ``train.main`` ensures. ``is_chief`` tells
-the process that writes the run; ``describe`` the devices it trains on (the
-first line a run prints); ``prepare_multi_worker_fit`` works around two
-failures of Keras 3.15's ``fit`` with several workers.
+* ``default``: the backend's one device (TensorFlow places ops itself; JAX
+  and PyTorch take their first device).
+* ``mirrored`` (TensorFlow): ``tf.distribute.MirroredStrategy`` over this
+  machine's GPUs.
+* ``data`` (JAX): ``keras.distribution.DataParallel`` over every device of
+  every process. With several processes (one per host), each starts with
+  ``--coordinator HOST:PORT --num-processes N --process-id I``, or with the
+  environment variables ``keras.distribution.initialize`` reads
+  (``KERAS_DISTRIBUTION_JOB_ADDRESSES``, ``KERAS_DISTRIBUTION_NUM_PROCESSES``,
+  ``KERAS_DISTRIBUTION_PROCESS_ID``); process 0, the chief, writes the run.
+
+The global batch is the recipe's ``--batch-size`` on every strategy, split
+across devices (``shard_batches``). ``multiworker``
+(``tf.distribute.MultiWorkerMirroredStrategy``) is refused: Keras 3 does not
+support it (keras-team/keras#20585, open; it ran here only through two
+private workarounds), and JAX with ``keras.distribution`` is Keras's own
+engine across machines.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import keras
-import tensorflow as tf
+
+from examples.nmt import backend
+from examples.nmt.cli import RunError
+
+STRATEGIES = ("default", "mirrored", "data")
+# Which backend runs each strategy beyond the default.
+STRATEGY_BACKENDS = {"mirrored": "tensorflow", "data": "jax"}
+MULTIWORKER_REFUSAL = (
+    "--strategy multiworker (tf.distribute.MultiWorkerMirroredStrategy) is not supported: "
+    "Keras 3 does not support it (keras-team/keras#20585). Across machines, train with "
+    "KERAS_BACKEND=jax --strategy data --coordinator HOST:PORT --num-processes N --process-id I"
+)
 
 
-def make_strategy(name: str) -> tf.distribute.Strategy:
-    """The ``--strategy``; ``multiworker`` reads ``TF_CONFIG`` and must come before any TF op.
+@dataclass
+class Distribution:
+    """How this process trains: the strategy, its devices and whether it writes the run.
 
-    ``MultiWorkerMirroredStrategy`` configures collective ops in the eager
-    context, which TensorFlow allows only before it is initialized (the first
-    op); ``main`` therefore creates the strategy right after parsing.
+    Attributes:
+        strategy: the ``--strategy`` name.
+        replicas: devices a global batch is split over (all processes).
+        processes: processes training together; ``process_id`` this one's.
+        tf_strategy: the ``tf.distribute.Strategy`` on TensorFlow, else None.
     """
-    if name == "mirrored":
-        return tf.distribute.MirroredStrategy()
-    if name == "multiworker":  # workers from the TF_CONFIG environment variable
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    return tf.distribute.get_strategy()
+
+    strategy: str = "default"
+    replicas: int = 1
+    processes: int = 1
+    process_id: int = 0
+    tf_strategy: Any = None
+
+    @property
+    def is_chief(self) -> bool:
+        """Whether this process writes the run folder (process 0)."""
+        return self.process_id == 0
+
+    def scope(self) -> contextlib.AbstractContextManager:
+        """Where the model and optimizer are built: the TF strategy's scope, else nothing."""
+        if self.tf_strategy is not None:
+            return self.tf_strategy.scope()
+        return contextlib.nullcontext()
+
+    def describe(self) -> str:
+        """The first line of a run: ``Training on: JAX, CPU (2 logical cores)`` and the strategy."""
+        line = f"Training on: {backend.devices()}"
+        if self.replicas > 1 or self.processes > 1:
+            line += f"; --strategy {self.strategy}, {self.replicas} replicas"
+            line += f" in {self.processes} processes" if self.processes > 1 else ""
+        elif len(backend.accelerators()) > 1:
+            flag = {"tensorflow": "mirrored", "jax": "data"}.get(backend.name())
+            line += f"; one replica (--strategy {flag} trains on every GPU)" if flag else ""
+        return line
 
 
-def worker_count(strategy: tf.distribute.Strategy) -> int:
-    """Processes in the strategy's cluster (``TF_CONFIG``); 1 without one."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None:
-        return 1
-    return max(sum(len(tasks) for tasks in resolver.cluster_spec().as_dict().values()), 1)
+def _initialize_processes(
+    coordinator: str | None, num_processes: int | None, process_id: int | None
+) -> None:
+    """``keras.distribution.initialize`` for several JAX processes (flags or environment)."""
+    import jax  # noqa: PLC0415  (the JAX backend's package)
+
+    # Collectives between CPU processes (GPUs use their own); set before JAX
+    # starts, as keras.distribution.initialize must be.
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    keras.distribution.initialize(coordinator, num_processes, process_id)
 
 
-def is_chief(strategy: tf.distribute.Strategy) -> bool:
-    """Whether this process writes the run: no cluster, the chief, or worker 0 without one."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    task_type = getattr(resolver, "task_type", None)
-    if not task_type or task_type == "chief":
-        return True
-    has_chief = "chief" in resolver.cluster_spec().as_dict()
-    return task_type == "worker" and resolver.task_id == 0 and not has_chief
+def setup(
+    strategy: str = "default",
+    coordinator: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+) -> Distribution:
+    """Sets up ``strategy`` on this backend; call once, before any model is built.
 
-
-def describe(strategy: tf.distribute.Strategy) -> str:
-    """One line: ``Training on: CPU (2 logical cores)``, the GPUs found, the strategy's replicas."""
-    gpus = tf.config.list_physical_devices("GPU")
-    if gpus:
-        names = [
-            tf.config.experimental.get_device_details(gpu).get("device_name", gpu.name)
-            for gpu in gpus
-        ]
-        devices = f"{len(gpus)} GPU{'s' if len(gpus) > 1 else ''} ({', '.join(names)})"
-    else:
-        affinity = getattr(os, "sched_getaffinity", None)
-        cores = len(affinity(0)) if affinity is not None else os.cpu_count()
-        devices = f"CPU ({cores} logical cores)"
-    replicas, workers = strategy.num_replicas_in_sync, worker_count(strategy)
-    line = f"Training on: {devices}"
-    if replicas > 1 or workers > 1:
-        line += f"; {type(strategy).__name__}, {replicas} replicas"
-        line += f" on {workers} workers" if workers > 1 else ""
-    elif len(gpus) > 1:
-        line += "; one replica (--strategy mirrored trains on every GPU)"
-    return line
-
-
-def prepare_multi_worker_fit(model: keras.Model, batches: tf.data.Dataset) -> None:
-    """Works around two failures of Keras 3.15's ``fit`` with several workers.
-
-    1. Under a strategy, ``fit`` first all-reduces a batch (mean over
-       replicas) only to learn its shapes (``_maybe_symbolic_build``); with
-       ``MultiWorkerMirroredStrategy`` and ``(inputs, targets)`` batches it
-       fails (``Attempt to convert a value (PerReplica...)``), and bucketed
-       batches differ in shape between workers anyway. The same build runs
-       here from a batch of this worker (``_symbolic_build``), then none in ``fit``.
-    2. Across workers ``fit`` averages each step's logs with
-       ``strategy.reduce("MEAN", value, axis=0)``, which rejects scalars
-       (``Invalid reduction dimension 0``): the steps return ``(1,)`` logs.
+    Raises:
+        RunError: a strategy of another backend, or process flags without ``data``.
     """
-    # Keras's private hooks: no public way to give `fit` the shapes.
-    model._symbolic_build(data_batch=next(iter(batches)))  # noqa: SLF001
-    model._maybe_symbolic_build = lambda iterator=None, data_batch=None: None  # noqa: SLF001
+    backend.keep_tensorflow_on_the_host()
+    current = backend.name()
+    needed = STRATEGY_BACKENDS.get(strategy)
+    if needed is not None and needed != current:
+        raise RunError(
+            f"--strategy {strategy} needs KERAS_BACKEND={needed}; this process runs "
+            f"KERAS_BACKEND={current}"
+        )
+    several = coordinator is not None or "KERAS_DISTRIBUTION_JOB_ADDRESSES" in os.environ
+    if several and strategy != "data":
+        raise RunError(
+            "--coordinator, --num-processes and --process-id (or KERAS_DISTRIBUTION_* "
+            "variables) need --strategy data"
+        )
+    if strategy == "mirrored":
+        import tensorflow as tf  # noqa: PLC0415
 
-    def with_vector_logs(step: Any) -> Any:
-        def wrapped(batch: Any) -> dict[str, tf.Tensor]:
-            return {name: tf.reshape(value, [1]) for name, value in step(batch).items()}
+        tf_strategy = tf.distribute.MirroredStrategy()
+        return Distribution(strategy, tf_strategy.num_replicas_in_sync, tf_strategy=tf_strategy)
+    if strategy == "data":
+        import jax  # noqa: PLC0415
 
-        return wrapped
+        if several:
+            _initialize_processes(coordinator, num_processes, process_id)
+        keras.distribution.set_distribution(
+            keras.distribution.DataParallel(auto_shard_dataset=False)
+        )
+        return Distribution(strategy, len(jax.devices()), jax.process_count(), jax.process_index())
+    return Distribution()
 
-    model.train_step = with_vector_logs(model.train_step)
-    model.test_step = with_vector_logs(model.test_step)
+
+def shard_batches(batches: Any, distribution: Distribution) -> Any:
+    """The global batches as this process feeds them to ``fit`` under ``distribution``.
+
+    With ``data``, the batches come at the recipe's full batch size, rounded
+    up to a multiple of the replicas (``batching.pad_batches``: padding rows
+    weigh nothing), so that they split evenly over the devices; with several
+    processes each keeps its own contiguous rows. Every process builds the
+    same batches from the same seed, so the rows of one step share one
+    padded length, and together they are the recipe's batch.
+    """
+    if distribution.processes == 1:
+        return batches
+    share, index = (
+        batches.element_spec[1].shape[0] // distribution.processes,
+        distribution.process_id,
+    )
+
+    def keep_rows(inputs: Any, targets: Any) -> tuple[Any, Any]:
+        def rows(tensor: Any) -> Any:
+            return tensor[index * share : (index + 1) * share]
+
+        return (rows(inputs[0]), rows(inputs[1])), rows(targets)
+
+    return batches.map(keep_rows)
+
+
+def wait_for_all(distributed: Distribution, name: str) -> None:
+    """With several processes, returns once every one has reached this ``name``.
+
+    The other processes wait here for the chief to finish its evaluation and
+    export: a process that left earlier would stop sending the coordinator
+    its heartbeats, which ends the chief too.
+    """
+    if distributed.processes > 1:
+        from jax.experimental import multihost_utils  # noqa: PLC0415
+
+        multihost_utils.sync_global_devices(name)

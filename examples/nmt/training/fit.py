@@ -1,7 +1,8 @@
 """Fit and resume: the model of ``--architecture``, compiled and trained to the end.
 
 ``fit`` batches the splits, builds the model under the ``--strategy``
-(``examples.nmt.training.distribution``), starts the output bias from the
+(``examples.nmt.training.distribution``: the global batch split across
+devices and processes), starts the output bias from the
 target unigram frequencies (``--output-bias unigram``), keeps a moving
 average of the weights if ``--ema`` (validated and saved in their place), trains with
 ``RunCheckpoint`` (``examples.nmt.training.checkpointing``: a killed run resumes
@@ -21,8 +22,10 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from examples.nmt import backend
 from examples.nmt import runs
 from examples.nmt.data.batching import make_batches
+from examples.nmt.data.batching import pad_batches
 from examples.nmt.data.sources import Splits
 from examples.nmt.data.statistics import count_batches
 from examples.nmt.data.statistics import target_log_prior
@@ -111,7 +114,9 @@ def compiled_model(
         optimizer=optimizer,
         loss=MaskedCrossentropy(args.label_smoothing),
         metrics=[MaskedAccuracy()],
-        jit_compile=args.jit_compile,
+        # JAX runs its step compiled or op by op: always compiled. TensorFlow
+        # runs a graph either way, with XLA on --jit-compile; PyTorch eagerly.
+        jit_compile=args.jit_compile or backend.name() == "jax",
     )
     return model
 
@@ -121,7 +126,7 @@ def fit(
     splits: Splits,
     vocabularies: Vocabularies,
     extra_callbacks: Sequence[keras.callbacks.Callback] = (),
-    strategy: tf.distribute.Strategy | None = None,
+    distributed: distribution.Distribution | None = None,
 ) -> tuple[keras.Model, dict[str, Any]]:
     """Trains (or resumes) to the end; saves the best epoch's ``model.keras``."""
     out = args.output_dir
@@ -149,16 +154,19 @@ def fit(
 
     if args.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_float16")
-    strategy = strategy or distribution.make_strategy(args.strategy)
+    distributed = distributed or distribution.Distribution()
+    fed = dict(batches)
+    if backend.compiles_per_shape():  # full batches, split evenly over the replicas
+        rows = -(-args.batch_size // distributed.replicas) * distributed.replicas
+        fed = {name: pad_batches(fed[name], rows, backend.LENGTH_BUCKET) for name in fed}
+    fed = {name: distribution.shard_batches(fed[name], distributed) for name in fed}
     try:
-        with strategy.scope():
+        with distributed.scope():
             model = compiled_model(args, vocabularies, batches["train"], steps_per_epoch)
             done = checkpoint.restore(model)
-            if distribution.worker_count(strategy) > 1:
-                distribution.prepare_multi_worker_fit(model, batches["train"])
         print(
             f"Training {model.name}: {model.count_params():,} parameters, "
-            f"{steps_per_epoch} steps an epoch, on {strategy.num_replicas_in_sync} replicas."
+            f"{steps_per_epoch} steps an epoch, on {distributed.replicas} replicas."
         )
         if done:
             print(f"Resuming after epoch {done} (backup in {backup}).")
@@ -166,9 +174,9 @@ def fit(
         # resumed run skips the batches of the finished epochs, so that it
         # trains on the same batches as an uninterrupted one.
         model.fit(
-            batches["train"].repeat().skip(done * steps_per_epoch),
+            fed["train"].repeat().skip(done * steps_per_epoch),
             steps_per_epoch=steps_per_epoch,
-            validation_data=batches["validation"].repeat(),
+            validation_data=fed["validation"].repeat(),
             validation_steps=validation_steps,
             initial_epoch=done,
             epochs=done if checkpoint.state["stopped"] else args.epochs,

@@ -22,6 +22,7 @@ from typing import Any
 import keras
 import tensorflow as tf
 
+from examples.nmt import backend
 from examples.nmt import cli
 from examples.nmt import evaluation
 from examples.nmt import export
@@ -49,22 +50,25 @@ def load_splits(args: argparse.Namespace) -> sources.Splits:
 def train(
     args: argparse.Namespace,
     extra_callbacks: Sequence[keras.callbacks.Callback] = (),
-    strategy: tf.distribute.Strategy | None = None,
+    distributed: distribution.Distribution | None = None,
 ) -> dict[str, Any]:
     """Runs the whole pipeline for parsed ``args``; returns the metrics.
 
-    ``strategy``: made from ``args.strategy`` here if None (too late for
-    ``multiworker``: ``main`` makes it first). The first line printed names
-    the devices (``distribution.describe``).
+    ``distributed``: set up from ``args.strategy`` here if None (``main``
+    sets it up first, before any other work). The first line printed names
+    the backend and devices (``Distribution.describe``). A run records its
+    backend; it resumes only on that backend. After a data-parallel fit the
+    chief reloads ``model.keras`` without the distribution and finishes on
+    its own; the other processes stop (their metrics are empty).
 
     Raises:
-        cli.RunError: a used output folder, missing or too little data, a
-            failed export (after ``metrics.json`` is written).
+        cli.RunError: a used output folder, a resume on another backend,
+            missing or too little data, a failed export (after
+            ``metrics.json`` is written).
     """
-    cli.require_tensorflow_backend()
     start = time.perf_counter()
-    strategy = strategy or distribution.make_strategy(args.strategy)
-    print(distribution.describe(strategy))
+    distributed = distributed or distribution.setup(args.strategy)
+    print(distributed.describe())
     resuming = runs.prepare_output_dir(args)
     keras.utils.set_random_seed(args.seed)
     splits = load_splits(args)
@@ -76,8 +80,18 @@ def train(
         with open(training_path, encoding="utf-8") as file:
             summary = json.load(file)
     else:
-        model, summary = fit(args, splits, vocabularies, extra_callbacks, strategy)
-    return finish(args, model, vocabularies, splits, summary, start)
+        model, summary = fit(args, splits, vocabularies, extra_callbacks, distributed)
+        if distributed.strategy == "data":  # the global arrays end with the fit
+            keras.distribution.set_distribution(None)
+            if not distributed.is_chief:
+                distribution.wait_for_all(distributed, "finished")
+                return {}
+            model, _ = runs.load_run(args.output_dir)
+    try:
+        return finish(args, model, vocabularies, splits, summary, start)
+    finally:
+        if distributed.is_chief and distributed.processes > 1:
+            distribution.wait_for_all(distributed, "finished")
 
 
 def run_vocabularies(
@@ -128,6 +142,10 @@ def finish(
         )
     metrics["best_epoch"] = summary["best_epoch"]
     metrics["train_seconds"] = round(summary["train_seconds"], 1)
+    metrics["keras_backend"] = backend.name()
+    peak = backend.peak_memory_mb()
+    if peak is not None:
+        metrics["peak_device_memory_mb"] = peak
     outputs = [
         runs.MODEL,
         vocabularies.source.file_name("source"),
@@ -142,16 +160,19 @@ def finish(
     if not args.no_export:
         path = os.path.join(out, "saved_model")
         try:
-            export.export_translator(
-                model,
-                vocabularies,
-                path,
-                args.max_decode_length,
-                args.max_length,
-                beam_size=args.beam_size,
-                alpha=args.length_penalty,
-                beta=args.coverage_penalty,
-            )
+            if backend.name() == "tensorflow":
+                export.export_translator(
+                    model,
+                    vocabularies,
+                    path,
+                    args.max_decode_length,
+                    args.max_length,
+                    beam_size=args.beam_size,
+                    alpha=args.length_penalty,
+                    beta=args.coverage_penalty,
+                )
+            else:  # model.keras is backend-neutral: TensorFlow writes the SavedModel
+                export.export_in_tensorflow(out, path)
         except Exception as error:  # any failure: one clear line
             raise cli.RunError(
                 f"could not write the SavedModel to {path} ({type(error).__name__}: "

@@ -5,25 +5,17 @@ import re
 import keras
 import numpy as np
 import pytest
+import tiny
+from keras.ops import convert_to_numpy as to_numpy
 
-if keras.backend.backend() != "tensorflow":
-    pytest.skip(
-        "examples.nmt is TensorFlow-based (tf.data, tf.function, SavedModel)",
-        allow_module_level=True,
-    )
-
-tf = pytest.importorskip("tensorflow")
-
-import tiny  # noqa: E402
-
-from examples.nmt.models.attentions import ATTENTIONS  # noqa: E402
-from examples.nmt.models.attentions import SIZED_ATTENTIONS  # noqa: E402
-from examples.nmt.models.attentions import make_attention  # noqa: E402
-from examples.nmt.models.attentions import set_attention_mode  # noqa: E402
-from examples.nmt.models.decoding import search_start  # noqa: E402
-from examples.nmt.models.rnn import build_model  # noqa: E402
-from examples.nmt.text import special  # noqa: E402
-from keras_attention import decoding  # noqa: E402
+from examples.nmt.models.attentions import ATTENTIONS
+from examples.nmt.models.attentions import SIZED_ATTENTIONS
+from examples.nmt.models.attentions import make_attention
+from examples.nmt.models.attentions import set_attention_mode
+from examples.nmt.models.decoding import search_start
+from examples.nmt.models.rnn import build_model
+from examples.nmt.text import special
+from keras_attention import decoding
 
 SOURCE, TARGET_IN = tiny.SOURCE, tiny.TARGET_IN
 # Weights that need not sum to 1: monotonic mass may pass the end, local-p's
@@ -52,21 +44,22 @@ def tiny_model(attention="bahdanau", decoder="bahdanau", rnn="gru"):
 @pytest.mark.parametrize("attention", ATTENTIONS)
 def test_step_by_step_equals_teacher_forcing(attention, decoder):
     model = tiny_model(attention, decoder)
-    expected = model([SOURCE, TARGET_IN]).numpy()  # (B, Tt, V) logits
+    expected = to_numpy(model([SOURCE, TARGET_IN]))  # (B, Tt, V) logits
     state, memory = model.initial_state(SOURCE)
     steps = []
     for t in range(TARGET_IN.shape[1]):
         logits, state, weights = model.step(TARGET_IN[:, t], state, memory)
-        steps.append(logits.numpy())
+        steps.append(to_numpy(logits))
         assert tuple(weights.shape) == SOURCE.shape
-        sums = weights.numpy().sum(-1)
+        weights = to_numpy(weights)
+        sums = weights.sum(-1)
         if attention in UNNORMALIZED:
             assert np.all(sums <= 1.0 + 1e-5) and np.all(sums > 0.0)
         elif attention in DENSITIES:
-            assert np.all(np.isfinite(sums)) and np.all(weights.numpy() >= 0.0)
+            assert np.all(np.isfinite(sums)) and np.all(weights >= 0.0)
         else:
             np.testing.assert_allclose(sums, 1.0, atol=1e-5)
-        assert np.all(weights.numpy()[SOURCE == 0] == 0)  # padding gets no weight
+        assert np.all(weights[SOURCE == 0] == 0)  # padding gets no weight
         assert ("alignment" in state) == (attention in ALIGNMENT)
     real = TARGET_IN != 0  # the prefix: padded steps differ by design
     np.testing.assert_allclose(np.stack(steps, 1)[real], expected[real], atol=1e-5)
@@ -74,13 +67,13 @@ def test_step_by_step_equals_teacher_forcing(attention, decoder):
 
 def test_lstm_step_by_step_equals_teacher_forcing():
     model = tiny_model("luong", "bahdanau", rnn="lstm")
-    expected = tf.nn.log_softmax(model([SOURCE, TARGET_IN])).numpy()
+    expected = to_numpy(keras.ops.log_softmax(model([SOURCE, TARGET_IN])))
     step, state = search_start(model, SOURCE)
     for t in range(TARGET_IN.shape[1]):
         logits, state, _ = step(TARGET_IN[:, t], state, t)
-        log_probs = tf.nn.log_softmax(logits)
+        log_probs = to_numpy(keras.ops.log_softmax(logits))
         real = TARGET_IN[:, t] != 0
-        np.testing.assert_allclose(log_probs.numpy()[real], expected[real, t], atol=1e-5)
+        np.testing.assert_allclose(log_probs[real], expected[real, t], atol=1e-5)
 
 
 def test_the_alignment_attentions_are_registered():
@@ -107,9 +100,10 @@ def test_set_attention_mode_decodes_hard_with_the_same_weights():
     state, memory = model.initial_state(SOURCE)
     for t in range(TARGET_IN.shape[1]):
         _, state, weights = model.step(TARGET_IN[:, t], state, memory)
-        assert set(np.unique(weights.numpy())) <= {0.0, 1.0}
+        assert set(np.unique(to_numpy(weights))) <= {0.0, 1.0}
     set_attention_mode(model, "parallel")
-    np.testing.assert_array_equal(tiny.search(model, SOURCE, max_length=5).ids, soft.ids)
+    hard_then_soft = tiny.search(model, SOURCE, max_length=5)
+    np.testing.assert_array_equal(to_numpy(hard_then_soft.ids), to_numpy(soft.ids))
     with pytest.raises(ValueError, match="mode"):
         set_attention_mode(model, "sideways")
     with pytest.raises(ValueError, match="attention has modes.*BahdanauAttention"):
@@ -125,9 +119,10 @@ def test_beam_size_one_equals_greedy(attention, decoder):
     greedy = tiny.search(model, SOURCE, max_length=7)
     step, state = search_start(model, SOURCE)
     beam = decoding.beam_search(step, state, special.START_ID, special.END_ID, 7, beam_size=1)
-    np.testing.assert_array_equal(beam.ids[:, 0].numpy(), greedy.ids.numpy())
-    np.testing.assert_allclose(beam.log_probs[:, 0].numpy(), greedy.log_probs.numpy(), atol=1e-5)
-    np.testing.assert_allclose(beam.attention[:, 0].numpy(), greedy.attention.numpy(), atol=1e-6)
+    beam, greedy = (type(found)(*map(to_numpy, found)) for found in (beam, greedy))
+    np.testing.assert_array_equal(beam.ids[:, 0], greedy.ids)
+    np.testing.assert_allclose(beam.log_probs[:, 0], greedy.log_probs, atol=1e-5)
+    np.testing.assert_allclose(beam.attention[:, 0], greedy.attention, atol=1e-6)
 
 
 def _exhaustive(model, entry, depth):
@@ -142,7 +137,7 @@ def _exhaustive(model, entry, depth):
         one = state
         for token in (special.START_ID, *prefix):
             logits, one, weights = model.step(np.array([token], "int32"), one, memory)
-        return tf.nn.log_softmax(logits)[0].numpy(), weights[0].numpy()
+        return to_numpy(keras.ops.log_softmax(logits))[0], to_numpy(weights)[0]
 
     done, frontier = [], [((), 0.0, [])]
     for t in range(depth):
@@ -168,7 +163,7 @@ def test_beam_covering_every_hypothesis_is_the_exhaustive_search(attention, deco
     found = decoding.beam_search(
         step, state, special.START_ID, special.END_ID, depth, beam_size, pad_id=special.PAD_ID
     )
-    result = type(found)(*map(np.asarray, found))  # ids, lengths, log_probs, scores, attention
+    result = type(found)(*map(to_numpy, found))  # ids, lengths, log_probs, scores, attention
     for entry in range(len(SOURCE)):
         every = _exhaustive(model, entry, depth)
         for k, (ids, log_prob, rows) in enumerate(every):
@@ -196,22 +191,22 @@ def test_saved_and_reloaded_model_steps_like_the_original(tmp_path, attention, d
     assert type(reloaded) is type(model) and reloaded.get_config() == model.get_config()
     expected = tiny.search(model, SOURCE, max_length=5)
     got = tiny.search(reloaded, SOURCE, max_length=5)
-    np.testing.assert_array_equal(got.ids.numpy(), expected.ids.numpy())
-    np.testing.assert_allclose(got.attention.numpy(), expected.attention.numpy(), atol=1e-6)
+    np.testing.assert_array_equal(to_numpy(got.ids), to_numpy(expected.ids))
+    np.testing.assert_allclose(to_numpy(got.attention), to_numpy(expected.attention), atol=1e-6)
 
 
 def _steps_as_it_trains_and_reloads(model, tmp_path, option, value):
     """Step-by-step logits equal the teacher-forced ones; the file keeps ``option``."""
-    expected = model([SOURCE, TARGET_IN]).numpy()
+    expected = to_numpy(model([SOURCE, TARGET_IN]))
     state, memory = model.initial_state(SOURCE)
     for t in range(TARGET_IN.shape[1]):
         logits, state, _ = model.step(TARGET_IN[:, t], state, memory)
         rows = TARGET_IN[:, t] != 0
-        np.testing.assert_allclose(logits.numpy()[rows], expected[rows, t], atol=1e-5)
+        np.testing.assert_allclose(to_numpy(logits)[rows], expected[rows, t], atol=1e-5)
     model.save(tmp_path / "model.keras")
     reloaded = keras.saving.load_model(tmp_path / "model.keras", compile=False)
     assert reloaded.get_config()[option] == value
-    np.testing.assert_allclose(reloaded([SOURCE, TARGET_IN]).numpy(), expected, atol=1e-6)
+    np.testing.assert_allclose(to_numpy(reloaded([SOURCE, TARGET_IN])), expected, atol=1e-6)
 
 
 def test_a_two_layer_encoder_stacks_masked_layers_and_decodes_as_it_trains(tmp_path):
@@ -221,17 +216,17 @@ def test_a_two_layer_encoder_stacks_masked_layers_and_decodes_as_it_trains(tmp_p
     assert lower.name == "encoder_0" and model.encoder.name == "encoder"
     memory, mask, first = model.encode(SOURCE)
     stacked = model.encoder(lower(model.source_embedding(SOURCE), mask=mask), mask=mask)
-    np.testing.assert_allclose(memory.numpy(), stacked[0].numpy(), atol=1e-6)
+    np.testing.assert_allclose(to_numpy(memory), to_numpy(stacked[0]), atol=1e-6)
     # Two more pad columns change nothing at the real tokens: the backward
     # direction of the lower layer must not read the padding either.
     padded = np.pad(SOURCE, ((0, 0), (0, 2)))
     longer, _, longer_first = model.encode(padded)
     real = SOURCE != 0
-    np.testing.assert_allclose(longer.numpy()[:, :5][real], memory.numpy()[real], atol=1e-6)
-    np.testing.assert_allclose(longer_first[0].numpy(), first[0].numpy(), atol=1e-6)
+    np.testing.assert_allclose(to_numpy(longer)[:, :5][real], to_numpy(memory)[real], atol=1e-6)
+    np.testing.assert_allclose(to_numpy(longer_first[0]), to_numpy(first[0]), atol=1e-6)
     # A different lower layer changes the memory: it is not bypassed.
     lower.set_weights([weights + 0.5 for weights in lower.get_weights()])
-    assert not np.allclose(model.encode(SOURCE)[0].numpy(), memory.numpy(), atol=1e-3)
+    assert not np.allclose(to_numpy(model.encode(SOURCE)[0]), to_numpy(memory), atol=1e-3)
     _steps_as_it_trains_and_reloads(model, tmp_path, "encoder_layers", 2)
 
 

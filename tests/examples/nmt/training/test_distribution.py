@@ -1,119 +1,82 @@
-"""``--strategy multiworker``: two worker processes on localhost train one run together."""
+"""``examples.nmt.training.distribution``: the strategies, the devices line, the batches each
+process feeds. Data-parallel training itself is tested in test_data_parallel.py (JAX)
+and ``--strategy mirrored`` in test_fit.py (TensorFlow)."""
 
-import json
-import os
-import socket
-import subprocess
-import sys
-import time
-
-import keras
+import numpy as np
 import pytest
-
-if keras.backend.backend() != "tensorflow":
-    pytest.skip("examples.nmt is TensorFlow-based (tf.distribute)", allow_module_level=True)
 
 tf = pytest.importorskip("tensorflow")
 
-import tiny  # noqa: E402
-
+from examples.nmt import backend  # noqa: E402
+from examples.nmt.data.batching import pad_batches  # noqa: E402
 from examples.nmt.training import distribution  # noqa: E402
 
-ROOT = tiny.ROOT
+
+def batches(rows=(5, 3), length=(4, 6)):
+    """Two batches ``((source, target_in), target_out)`` of row ids, ``rows[i]`` rows each."""
+
+    def batch(count, columns, start):
+        ids = np.arange(start, start + count, dtype="int32")[:, None] + np.ones(columns, "int32")
+        return (ids, ids + 100), ids + 200
+
+    made = [batch(count, columns, 10 * i) for i, (count, columns) in enumerate(zip(rows, length))]
+    return tf.data.Dataset.from_generator(
+        lambda: iter(made),
+        output_signature=(
+            (tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)),
+            tf.TensorSpec([None, None], tf.int32),
+        ),
+    )
 
 
-def free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
-    for sock in sockets:
-        sock.bind(("localhost", 0))
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
+def test_pad_batches_gives_full_batches_at_few_lengths():
+    padded = list(pad_batches(batches(), rows=6, length_multiple=8).as_numpy_iterator())
+    for (source, target_in), target_out in padded:
+        assert source.shape == target_in.shape == target_out.shape == (6, 8)
+    (source, _), target_out = padded[1]
+    assert np.all(source[3:] == 0) and np.all(source[:3, 6:] == 0)  # padding rows and columns
+    np.testing.assert_array_equal(source[:3, :6], np.repeat(np.arange(11, 14)[:, None], 6, 1))
 
 
-@pytest.mark.slow
-def test_two_workers_train_and_the_chief_writes_the_run(date_data_dir, tmp_path):
-    workers = [f"localhost:{port}" for port in free_ports(2)]
-    argv = [
-        "--dataset", "date_normalization/small", "--data-dir", str(date_data_dir),
-        "--max-examples", "64", "--units", "16", "--embedding-dim", "8", "--batch-size", "16",
-        "--epochs", "1", "--samples", "1", "--max-decode-length", "12",
-        "--strategy", "multiworker", "--output-dir",
-    ]  # fmt: skip
-    processes = []
-    for index in range(2):
-        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
-        env = {
-            **os.environ,
-            "KERAS_BACKEND": "tensorflow",
-            "PYTHONPATH": str(ROOT),
-            "TF_CONFIG": json.dumps(config),
-        }
-        log = open(tmp_path / f"worker_{index}.log", "w")  # closed below
-        command = [
-            sys.executable,
-            "-m",
-            "examples.nmt.train",
-            *argv,
-            str(tmp_path / f"run_{index}"),
-        ]
-        processes.append(
-            (subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=log), log)
+def test_each_process_keeps_its_own_rows_of_the_global_batch():
+    padded = pad_batches(batches(), rows=6, length_multiple=8)
+    whole = list(padded.as_numpy_iterator())
+    parts = [
+        list(
+            distribution.shard_batches(
+                padded, distribution.Distribution("data", 2, processes=2, process_id=index)
+            ).as_numpy_iterator()
         )
-    start = time.perf_counter()
-    try:
-        codes = [process.wait(timeout=600) for process, _ in processes]
-    finally:
-        for process, log in processes:
-            if process.poll() is None:
-                process.kill()
-            log.close()
-    logs = [(tmp_path / f"worker_{index}.log").read_text() for index in range(2)]
-    assert codes == [0, 0], "\n".join(log[-3000:] for log in logs)
-    assert "on 2 replicas" in logs[0] and "on 2 replicas" in logs[1]
-    chief = tmp_path / "run_0"
-    for name in ("model.keras", "metrics.json", "saved_model/saved_model.pb", "history.csv"):
-        assert (chief / name).exists(), name
-    assert not (tmp_path / "run_1").exists()  # worker 1 wrote to a temporary folder, removed
-    print(f"two workers: {time.perf_counter() - start:.0f} s")
+        for index in range(2)
+    ]
+    for step, ((source, target_in), target_out) in enumerate(whole):
+        for index, part in enumerate(parts):
+            (got_source, got_in), got_out = part[step]
+            rows = slice(3 * index, 3 * index + 3)
+            np.testing.assert_array_equal(got_source, source[rows])
+            np.testing.assert_array_equal(got_in, target_in[rows])
+            np.testing.assert_array_equal(got_out, target_out[rows])
 
 
-class _Strategy:
-    """A strategy's cluster as ``is_chief`` and ``worker_count`` read it."""
-
-    def __init__(self, cluster, task_type, task_id):
-        self.cluster_resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
-            tf.train.ClusterSpec(cluster), task_type=task_type, task_id=task_id
-        )
+def test_one_process_feeds_the_batches_as_they_are():
+    data = batches()
+    assert distribution.shard_batches(data, distribution.Distribution("data", 2)) is data
 
 
-@pytest.mark.parametrize(
-    ("cluster", "task_type", "task_id", "chief", "count"),
-    [
-        ({"worker": ["a:1", "b:1"]}, "worker", 0, True, 2),
-        ({"worker": ["a:1", "b:1"]}, "worker", 1, False, 2),
-        ({"chief": ["c:1"], "worker": ["a:1", "b:1"]}, "worker", 0, False, 3),
-        ({"chief": ["c:1"], "worker": ["a:1"]}, "chief", 0, True, 2),
-    ],
-)
-def test_the_chief_is_the_chief_task_or_else_worker_zero(cluster, task_type, task_id, chief, count):
-    strategy = _Strategy(cluster, task_type, task_id)
-    assert distribution.is_chief(strategy) is chief
-    assert distribution.worker_count(strategy) == count
+def test_the_first_line_names_the_backend_and_devices():
+    line = distribution.Distribution().describe()
+    label = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}[backend.name()]
+    assert line.startswith(f"Training on: {label}, ")
+    assert "GPU" in line or "logical cores)" in line
+    two = distribution.Distribution("data", 4, processes=2, process_id=1)
+    assert two.describe().endswith("--strategy data, 4 replicas in 2 processes")
+    assert not two.is_chief and distribution.Distribution().is_chief
 
 
-def test_without_a_cluster_this_process_is_the_chief():
-    assert distribution.is_chief(tf.distribute.get_strategy())
-    assert distribution.worker_count(tf.distribute.get_strategy()) == 1
+def test_the_default_strategy_needs_nothing():
+    assert distribution.setup("default") == distribution.Distribution()
 
 
-def test_describe_names_the_devices_and_the_replicas():
-    line = distribution.describe(tf.distribute.get_strategy())
-    if tf.config.list_physical_devices("GPU"):
-        assert line.startswith("Training on: ") and "GPU" in line
-    else:
-        assert line.startswith("Training on: CPU (") and line.endswith("logical cores)")
-    two = _Strategy({"worker": ["a:1", "b:1"]}, "worker", 0)
-    two.num_replicas_in_sync = 2
-    assert distribution.describe(two).endswith("replicas on 2 workers")
+def test_process_flags_need_the_data_strategy():
+    with pytest.raises(distribution.RunError, match="need --strategy data"):
+        distribution.setup("default", coordinator="localhost:1234", num_processes=2, process_id=0)

@@ -1,0 +1,141 @@
+"""``--strategy data`` on JAX: the batch is sharded over devices and processes, and the
+weights after training equal a one-device run's with the same global batch.
+
+Each case runs in new processes: JAX fixes its devices when it starts
+(``--xla_force_host_platform_device_count=2`` gives a CPU two devices), and
+several processes meet through ``keras.distribution.initialize`` with CPU
+collectives (gloo). Tolerance: 1e-5 absolute on every weight; the two
+devices' gradients are summed in another order than one device's, which
+moves float32 sums by a few ulps a step.
+"""
+
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+if keras.backend.backend() != "jax":
+    pytest.skip("--strategy data is JAX's keras.distribution", allow_module_level=True)
+
+import tiny
+
+ROOT = tiny.ROOT
+TOLERANCE = 1e-5
+# 3 steps of 24 rows (odd last batches included: the padding rows must not count).
+RUN = ["--max-examples", "80", "--batch-size", "24", "--no-export", "--samples", "0"]
+
+SCRIPT = """
+import json, sys
+from examples.nmt import train
+
+args = json.loads(sys.argv[1])
+train.main(args)
+"""
+
+LAYOUT = """
+import json
+import jax
+import keras
+from examples.nmt.training import distribution
+
+distributed = distribution.setup("data")
+layout = keras.distribution.distribution().get_data_layout((24, 16))
+sharding = layout.backend_layout
+print("LAYOUT", json.dumps({
+    "replicas": distributed.replicas,
+    "devices": len(sharding.mesh.devices.flat),
+    "shard_shape": list(sharding.shard_shape((24, 16))),
+}))
+"""
+
+
+def run_python(code, *args, env_extra=None, timeout=600):
+    env = {
+        **os.environ,
+        "KERAS_BACKEND": "jax",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+        **(env_extra or {}),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def finish(process, timeout=600):
+    output, _ = process.communicate(timeout=timeout)
+    assert process.returncode == 0, output[-4000:]
+    return output
+
+
+def weights(run):
+    model = keras.saving.load_model(pathlib.Path(run) / "model.keras", compile=False)
+    return [np.asarray(weight) for weight in model.get_weights()]
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("localhost", 0))
+        return sock.getsockname()[1]
+
+
+def test_the_batch_axis_is_sharded_over_both_devices():
+    output = finish(run_python(LAYOUT))
+    layout = json.loads(output.split("LAYOUT ", 1)[1].splitlines()[0])
+    assert layout == {"replicas": 2, "devices": 2, "shard_shape": [12, 16]}
+
+
+@pytest.fixture(scope="module")
+def one_device_run(date_data_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("one") / "run"
+    argv = tiny.tiny_args(out, *RUN, data_dir=date_data_dir)
+    finish(run_python(SCRIPT, json.dumps(argv)))
+    return out
+
+
+def test_two_devices_train_to_the_weights_of_one(one_device_run, date_data_dir, tmp_path):
+    out = tmp_path / "run"
+    argv = tiny.tiny_args(out, *RUN, "--strategy", "data", data_dir=date_data_dir)
+    output = finish(run_python(SCRIPT, json.dumps(argv)))
+    assert "--strategy data, 2 replicas" in output
+    assert "on 2 replicas" in output
+    expected, found = weights(one_device_run), weights(out)
+    assert len(found) == len(expected)
+    for want, got in zip(expected, found):
+        np.testing.assert_allclose(got, want, atol=TOLERANCE, rtol=0)
+
+
+def test_two_processes_train_to_the_weights_of_one_and_the_chief_writes(
+    one_device_run, date_data_dir, tmp_path
+):
+    port = free_port()
+    processes = []
+    for index in range(2):
+        out = tmp_path / f"run_{index}"
+        argv = tiny.tiny_args(
+            out,
+            *RUN,
+            "--strategy", "data", "--coordinator", f"localhost:{port}",
+            "--num-processes", "2", "--process-id", str(index),
+            data_dir=date_data_dir,
+        )  # fmt: skip
+        # One device a process: two in all, as in the two-device case.
+        processes.append(run_python(SCRIPT, json.dumps(argv), env_extra={"XLA_FLAGS": ""}))
+    outputs = [finish(process) for process in processes]
+    assert "2 replicas in 2 processes" in outputs[0]
+    chief = tmp_path / "run_0"
+    assert (chief / "model.keras").is_file() and (chief / "metrics.json").is_file()
+    assert not (tmp_path / "run_1").exists()  # process 1 wrote to a temporary folder
+    for want, got in zip(weights(one_device_run), weights(chief)):
+        np.testing.assert_allclose(got, want, atol=TOLERANCE, rtol=0)
