@@ -4,7 +4,8 @@ Public API:
 
 - Layers: `BahdanauAttention`, `LuongAttention` (and its local-p form,
   `LuongLocalPAttention`), `ScaledDotProduct`, `MultiHead`,
-  `AttentionRNNCell` (input-feeding decoder cell around any of them) and
+  `AttentionRNNCell` (input-feeding decoder cell around one or more of them,
+  TFA's `AttentionWrapper`; its state by name is an `AttentionRNNState`) and
   `AttentionRNN` (the RNN layer that runs it over a memory).
 - Every layer has one decoding step (`step`, from `initial_alignment_state`):
   content attention (`ContentAttention`) keeps an empty state.
@@ -27,7 +28,8 @@ Public API:
 - Saving: `keras_attention.saving.load_model`, Keras's loader with clear
   errors for damaged files and classes of packages not imported.
 - Plots: `plot_attention`, `plot_heads`, `reduce_heads`,
-  `save_attention_html` (matplotlib is imported only when plotting).
+  `save_attention_html`, and over an image `plot_image_attention`,
+  `save_image_attention_html` (matplotlib is imported only when plotting).
 """
 
 __version__ = "0.1.0"
@@ -45,6 +47,7 @@ from keras_attention import scores
 from keras_attention.layers import AlignmentAttention
 from keras_attention.layers import AttentionRNN
 from keras_attention.layers import AttentionRNNCell
+from keras_attention.layers import AttentionRNNState
 from keras_attention.layers import BahdanauAttention
 from keras_attention.layers import BahdanauMonotonicAttention
 from keras_attention.layers import BaseAttention
@@ -62,13 +65,16 @@ from keras_attention.layers import SinusoidalPositionalEncoding
 from keras_attention.layers import StepwiseMonotonicAttention
 from keras_attention.plotting import plot_attention
 from keras_attention.plotting import plot_heads
+from keras_attention.plotting import plot_image_attention
 from keras_attention.plotting import reduce_heads
 from keras_attention.plotting import save_attention_html
+from keras_attention.plotting import save_image_attention_html
 
 __all__ = [
     "AlignmentAttention",
     "AttentionRNN",
     "AttentionRNNCell",
+    "AttentionRNNState",
     "BahdanauAttention",
     "BahdanauMonotonicAttention",
     "BaseAttention",
@@ -92,10 +98,12 @@ __all__ = [
     "ops",
     "plot_attention",
     "plot_heads",
+    "plot_image_attention",
     "plotting",
     "reduce_heads",
     "rotary",
     "save_attention_html",
+    "save_image_attention_html",
     "saving",
     "scores",
     "__version__",

@@ -17,31 +17,170 @@ Both layouts give the same attention once the projections are trained; they
 differ only in which features form a pair, so weights trained with one
 convention do not load into the other.
 
+Context extension (`rope_scaling`, the `rope_type`s of KerasHub's
+`RotaryEmbedding` and Hugging Face's `rope_scaling` dicts), for a model trained
+on `L` positions run on about `s · L` (`s` the `factor`), `θ_i = base^(-2i/d)`:
+
+```text
+"linear"   θ_i / s                                   (position interpolation)
+"dynamic"  (base · s^(d/(d-2)))^(-2i/d)              (NTK-aware: a larger base)
+"yarn"     (1 - γ_i) θ_i / s + γ_i θ_i,  queries and keys times 0.1 ln s + 1
+           γ_i = 1 - clip((i - low) / (high - low), 0, 1)  (1 keeps θ_i, 0 divides by s)
+           low, high: the i where L θ_i / 2π = beta_fast, beta_slow rotations
+```
+
+"dynamic" takes its factor as given (as KerasHub does): Dynamic NTK's `s =
+max(1, l / L)` for the current length `l` would turn the cached keys of a
+decoder by other angles than a full call, so pass the `s` of the longest
+length you run. KerasHub's own "dynamic" divides every `θ_i` by `s^(d/(d-2))`;
+this module follows the papers' base change, which keeps `θ_0 = 1`. YaRN's ramp
+is linear in the pair index `i` between the pairs that turn `beta_fast` and
+`beta_slow` times over `L`, as in the YaRN authors' code, Hugging Face and
+KerasHub; `truncate=True` rounds `low` down and `high` up (KerasHub also clamps
+the positions to `L` then; this module does not).
+
 Shape letters: `T` positions, `d` features (even); `...` any leading axes.
 """
 
 from __future__ import annotations
 
+import math
+
 from keras import ops
 
 from keras_attention import validation
 
+ROPE_TYPES = ("linear", "dynamic", "yarn")
+# The keys each `rope_type` takes, with their defaults (None: required).
+_ROPE_KEYS = {
+    "linear": {"factor": None},
+    "dynamic": {"factor": None},
+    "yarn": {
+        "factor": None,
+        "original_max_position_embeddings": None,
+        "beta_fast": 32.0,
+        "beta_slow": 1.0,
+        "truncate": False,
+    },
+}
 
-def rotary_angles(positions, features: int, base: float = 10000.0):
-    """float32 `(..., T, features/2)` angles `position · base^(-2i/features)`.
+
+def rope_scaling_config(owner: str, name: str, value) -> dict | None:
+    """A checked `rope_scaling` dict with its defaults filled in, or None.
+
+    `{"rope_type": "linear" | "dynamic", "factor": s}` or `{"rope_type":
+    "yarn", "factor": s, "original_max_position_embeddings": L[, "beta_fast":
+    32.0, "beta_slow": 1.0, "truncate": False]}`; `s >= 1`. A wrong kind of
+    object raises a TypeError, a wrong or missing entry a ValueError naming
+    `name` and the entry.
+    """
+    if value is None:
+        return None
+    expected = f"None or a dict with a 'rope_type' in {ROPE_TYPES} and a 'factor'"
+    if not isinstance(value, dict):
+        validation.fail(owner, name, expected, value, error=TypeError)
+    if "rope_type" not in value:
+        validation.fail(owner, name, expected, value)
+    rope_type = validation.choice(owner, f"{name}['rope_type']", value["rope_type"], ROPE_TYPES)
+    keys = _ROPE_KEYS[rope_type]
+    unknown = sorted(set(value) - {"rope_type", *keys})
+    if unknown:
+        validation.fail(
+            owner,
+            name,
+            f"a dict with only the keys {sorted(keys)} for "
+            f"rope_type={rope_type!r} (unknown: {unknown})",
+            value,
+        )
+    config = {"rope_type": rope_type}
+    for key, default in keys.items():
+        if key not in value and default is None:
+            validation.fail(
+                owner, name, f"a dict with a {key!r} for rope_type={rope_type!r}", value
+            )
+        config[key] = value.get(key, default)
+    factor = validation.number(owner, f"{name}['factor']", config["factor"])
+    if factor < 1:
+        validation.fail(owner, f"{name}['factor']", "a number >= 1", factor)
+    config["factor"] = factor
+    if rope_type == "yarn":
+        entry = f"{name}['original_max_position_embeddings']"
+        config["original_max_position_embeddings"] = validation.integer(
+            owner, entry, config["original_max_position_embeddings"]
+        )
+        for key in ("beta_fast", "beta_slow"):
+            config[key] = validation.positive_number(owner, f"{name}[{key!r}]", config[key])
+        if config["beta_fast"] <= config["beta_slow"]:
+            validation.fail(owner, f"{name}['beta_fast']", "greater than beta_slow", value)
+        config["truncate"] = validation.flag(owner, f"{name}['truncate']", config["truncate"])
+    return config
+
+
+def yarn_correction_range(features: int, base: float, rope_scaling: dict) -> tuple[float, float]:
+    """`(low, high)`: the pair indices where YaRN's ramp starts and ends.
+
+    Pair `i` turns `L / (2π base^(2i/d))` times over the `L` original
+    positions; `low` is the (fractional) `i` of `beta_fast` turns, `high` the
+    `i` of `beta_slow` turns, clamped to `[0, d/2 - 1]`.
+    """
+    length = rope_scaling["original_max_position_embeddings"]
+
+    def pair_turning(turns: float) -> float:
+        return features * math.log(length / (turns * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = pair_turning(rope_scaling["beta_fast"]), pair_turning(rope_scaling["beta_slow"])
+    if rope_scaling["truncate"]:
+        low, high = math.floor(low), math.ceil(high)
+    return max(low, 0.0), min(high, features // 2 - 1.0)
+
+
+def rotary_inverse_frequencies(features: int, base: float = 10000.0, rope_scaling=None):
+    """float32 `(features/2,)` angles per position, `θ_i = base^(-2i/features)`, scaled.
+
+    `rope_scaling`: None, or a dict of `rope_scaling_config` (see the module
+    docstring for the three rules).
+    """
+    rope_scaling = rope_scaling_config("rotary_inverse_frequencies", "rope_scaling", rope_scaling)
+    exponents = ops.arange(0, features // 2, dtype="float32") * (2.0 / features)
+    kind = None if rope_scaling is None else rope_scaling["rope_type"]
+    if kind == "dynamic" and features > 2:
+        base = base * rope_scaling["factor"] ** (features / (features - 2))
+    inverse = ops.power(ops.cast(base, "float32"), -exponents)  # (d/2,)
+    if kind == "linear":
+        return inverse / rope_scaling["factor"]
+    if kind == "yarn":
+        low, high = yarn_correction_range(features, base, rope_scaling)
+        pairs = ops.arange(0, features // 2, dtype="float32")
+        interpolated = ops.clip((pairs - low) / max(high - low, 1e-3), 0.0, 1.0)  # (d/2,)
+        return inverse * (1.0 - interpolated) + inverse / rope_scaling["factor"] * interpolated
+    return inverse
+
+
+def rotary_attention_factor(rope_scaling=None) -> float:
+    """What YaRN multiplies rotated queries and keys by, `0.1 ln s + 1` (else 1).
+
+    Both are multiplied, so the logits grow by its square: YaRN's `1/t`.
+    """
+    if rope_scaling is None or rope_scaling["rope_type"] != "yarn":
+        return 1.0
+    return 0.1 * math.log(rope_scaling["factor"]) + 1.0
+
+
+def rotary_angles(positions, features: int, base: float = 10000.0, rope_scaling=None):
+    """float32 `(..., T, features/2)` angles `position · θ_i` (`rotary_inverse_frequencies`).
 
     Args:
         positions: integer or float positions, `(T,)` or any `(..., T)`.
         features: `d`, the (even) number of features that will be rotated.
         base: the wavelength base (10,000 in the paper).
+        rope_scaling: None, or a context-extension dict (module docstring).
     """
     positions = ops.cast(positions, "float32")
-    exponents = ops.arange(0, features // 2, dtype="float32") * (2.0 / features)
-    inverse_frequencies = ops.power(ops.cast(base, "float32"), -exponents)  # (d/2,)
+    inverse_frequencies = rotary_inverse_frequencies(features, base, rope_scaling)  # (d/2,)
     return positions[..., None] * inverse_frequencies  # (..., T, d/2)
 
 
-def rotary_embedding(x, positions, base: float = 10000.0):
+def rotary_embedding(x, positions, base: float = 10000.0, rope_scaling=None):
     """Rotate the features of `x` `(..., T, d)` by their positions (RoPE, rotate-half).
 
     Args:
@@ -50,13 +189,18 @@ def rotary_embedding(x, positions, base: float = 10000.0):
             that broadcasts against `x.shape[:-1]` (`(B, 1, T)` for a
             `(B, H, T, d)` input). Integers or floats.
         base: the wavelength base; a positive number.
+        rope_scaling: None (default), or a context-extension dict:
+            `{"rope_type": "linear" | "dynamic", "factor": s}` or
+            `{"rope_type": "yarn", "factor": s,
+            "original_max_position_embeddings": L}` (module docstring).
 
     Returns:
         A tensor of `x`'s shape and dtype. The angles and the rotation are
         computed in float32, so float16 inputs lose no position precision.
 
     Raises:
-        ValueError: `d` is odd, or `base` is not positive.
+        ValueError: `d` is odd, `base` is not positive, or `rope_scaling`
+            is not a valid dict (a TypeError when it is not a dict).
 
     Example:
 
@@ -69,9 +213,15 @@ def rotary_embedding(x, positions, base: float = 10000.0):
     References:
         Su et al., "RoFormer: Enhanced Transformer with Rotary Position
         Embedding", 2021 (arXiv:2104.09864).
+        Chen et al., "Extending Context Window of Large Language Models via
+        Positional Interpolation", 2023 (arXiv:2306.15595): "linear".
+        Peng et al., "YaRN: Efficient Context Window Extension of Large
+        Language Models", ICLR 2024 (arXiv:2309.00071): "dynamic" (NTK-aware)
+        and "yarn".
     """
     owner = "rotary_embedding"
     base = validation.positive_number(owner, "base", base)
+    rope_scaling = rope_scaling_config(owner, "rope_scaling", rope_scaling)
     x = ops.convert_to_tensor(x)
     features = validation.static(x.shape[-1])
     if features is None or features % 2:
@@ -81,8 +231,9 @@ def rotary_embedding(x, positions, base: float = 10000.0):
             "a tensor whose last dimension is a known even number",
             f"a tensor of shape {tuple(x.shape)}",
         )
-    angles = rotary_angles(positions, features, base)  # (..., T, d/2)
-    cos, sin = ops.cos(angles), ops.sin(angles)
+    angles = rotary_angles(positions, features, base, rope_scaling)  # (..., T, d/2)
+    factor = rotary_attention_factor(rope_scaling)
+    cos, sin = ops.cos(angles) * factor, ops.sin(angles) * factor
     values = ops.cast(x, "float32")
     first, second = values[..., : features // 2], values[..., features // 2 :]
     rotated = ops.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)

@@ -9,15 +9,17 @@ custom gradient can return their gradients. Every path uses the same object:
 - chunked (`keras_attention.memory_efficient`): the same calls per tile, and
   `augment` / `shifted_logits` / `grads` for its recomputing backward pass;
 - fused (`keras.ops.dot_product_attention`): `DotScore` only, through its
-  `scale`.
+  `scale`; never with a soft cap (no backend's kernel has a tanh cap).
 
 Scores:
 
-- `DotScore(scale)`: `scale · q kᵀ` (Luong dot and general, scaled dot
-  product, every head of multi-head attention). The scale is applied to the
-  query before the product, as Keras does; in float16 the product is further
-  divided by `√dk` and multiplied back in float32, so logits that fit float32
-  never overflow float16's 65,504.
+- `DotScore(scale, soft_cap=None)`: `scale · q kᵀ` (Luong dot and general,
+  scaled dot product, every head of multi-head attention). The scale is
+  applied to the query before the product, as Keras does; in float16 the
+  product is further divided by `√dk` and multiplied back in float32, so
+  logits that fit float32 never overflow float16's 65,504. With `soft_cap`
+  the logits are `soft_cap(scale · q kᵀ, c) = c · tanh(scale · q kᵀ / c)`
+  (Gemma 2), on every path, before masking and normalization.
 - `AdditiveScore()`: `v · tanh(q_i + k_j)` (Bahdanau, Luong concat), with the
   projections and any bias already in `q` and `k` (see `add_bias`).
 
@@ -52,6 +54,31 @@ def matmul(x1, x2):
     return ops.matmul(x1, x2)
 
 
+def soft_cap(logits, cap: float | None):
+    """`cap · tanh(logits / cap)`: logits bounded to `(-cap, cap)` (Gemma 2's soft-capping).
+
+    Nearly the identity for `|logits| << cap`; `cap=None` returns `logits`
+    unchanged. Computed in the logits' dtype (the dot score hands it float32
+    logits when it restores float16 products).
+
+    Example:
+
+    >>> import keras
+    >>> from keras_attention.scores import soft_cap
+    >>> logits = keras.ops.convert_to_tensor([0.5, 100.0])
+    >>> keras.ops.convert_to_numpy(soft_cap(logits, 50.0)).astype("float64").round(3).tolist()
+    [0.5, 48.201]
+
+    References:
+        Gemma Team, "Gemma 2: Improving Open Language Models at a Practical
+        Size", 2024 (attention logits capped at 50).
+    """
+    if cap is None:
+        return logits
+    cap = ops.convert_to_tensor(cap, logits.dtype)
+    return ops.tanh(logits / cap) * cap
+
+
 class DotScore:
     """`scale · q kᵀ`, `(..., Tq, dk) x (..., Tv, dk) -> (..., Tq, Tv)`.
 
@@ -59,13 +86,21 @@ class DotScore:
         scale: multiplies the logits; `None` means no scaling (Luong's dot
             score). Pass `1/√dk` for scaled dot-product attention.
         feature_size: `dk`, for the float16 guard (`None`: no guard).
+        soft_cap: `c > 0` bounds the logits by `soft_cap` (`c · tanh(s / c)`);
+            `None` (default): no cap.
     """
 
     kind = "dot"
 
-    def __init__(self, scale: float | None = None, feature_size: int | None = None):
+    def __init__(
+        self,
+        scale: float | None = None,
+        feature_size: int | None = None,
+        soft_cap: float | None = None,
+    ):
         self.scale = None if scale is None else float(scale)
         self.feature_size = validation.static(feature_size)
+        self.soft_cap = None if soft_cap is None else float(soft_cap)
 
     def _logit_factor(self, x) -> float:
         """How much of the product is restored in float32 (float16 only)."""
@@ -83,28 +118,42 @@ class DotScore:
         # factor through float32 first (float64 layers lose their precision).
         return query if factor == 1.0 else query * ops.convert_to_tensor(factor, query.dtype)
 
-    def logits(self, query, key):
-        """Logits of a prepared query; float32 when restored from float16."""
+    def _products(self, query, key):
+        """`scale · q kᵀ` of a prepared query, before any cap; float32 when restored."""
         logits = matmul(query, ops.swapaxes(key, -1, -2))  # (..., Tq, Tv)
         factor = self._logit_factor(query)
         if factor != 1.0:
             logits = ops.cast(logits, "float32") * factor
         return logits
 
+    def logits(self, query, key):
+        """Logits of a prepared query; float32 when restored from float16."""
+        return soft_cap(self._products(query, key), self.soft_cap)
+
     # The chunked path's backward pass over tiles of prepared queries.
     def augment(self, query, key, log_sum_exp):
-        """`[q, -L/c]` and `[k, 1]`: their logits are `S - L` (`c` the float16 factor)."""
+        """`[q, -L/c]` and `[k, 1]`: their logits are `S - L` (`c` the float16 factor).
+
+        With a soft cap the shift comes after the tanh, so it cannot ride in
+        the product: the inputs are returned as they are.
+        """
+        if self.soft_cap is not None:
+            return query, key
         shift = -log_sum_exp / self._logit_factor(query)
         return append_feature(query, shift), append_feature(key, 1.0)
 
     def shifted_logits(self, query, key, shift):
-        """`(S - shift, cache)`; the shift already rides in the augmented features."""
-        del shift
-        return ops.cast(self.logits(query, key), "float32"), None
+        """`(S - shift, cache)`: without a cap the shift already rides in the
+        augmented features (cache None); with one, the cache is `tanh(s / c)`."""
+        if self.soft_cap is None:
+            return ops.cast(self.logits(query, key), "float32"), None
+        bounded = ops.tanh(ops.cast(self._products(query, key), "float32") / self.soft_cap)
+        return bounded * self.soft_cap - shift[..., None], bounded
 
     def grads(self, d_logits, query, key, cache):
         """float32 `(d_query, d_key, d_params)` of a `(B, H, R, C)` tile, unprepared query."""
-        del cache
+        if cache is not None:  # through the cap: d(c·tanh(s/c))/ds = 1 - tanh²
+            d_logits = d_logits * (1.0 - cache * cache)
         d_logits = ops.cast(d_logits * self._logit_factor(query), query.dtype)
         d_query = matmul(d_logits, key)  # (B, H, R, dk)
         d_key = ops.einsum("bhqk,bhqd->bhkd", d_logits, query)  # (B, H, C, dk)

@@ -163,32 +163,29 @@ def step_query(owner: str, query, method: str = "step", hint: str = ""):
         )
 
 
-def check_call(owner: str, query, value, key, query_mask, value_mask, attention_mask):
+def check_call(
+    owner: str, query, value, key, query_mask, value_mask, attention_mask, grids: bool = False
+):
     """Ranks, dtypes, batch sizes, lengths and mask shapes of one layer call.
 
-    Raises a ValueError (TypeError for a non-float tensor) naming `owner`,
-    the argument, what was expected and what was received, before any
-    backend op runs.
+    With `grids`, the memory may be a grid: `value` and `key` `(B, *grid, d)`
+    with one or more grid axes, `value_mask` `(B, *grid)` and
+    `attention_mask` `(B, [Tq,] *grid)`. Raises a ValueError (TypeError for a
+    non-float tensor) naming `owner`, the argument, what was expected and
+    what was received, before any backend op runs.
     """
+    memory = "rank 3 (batch, time, features)"
+    if grids:
+        memory += " or higher (batch, *grid, features)"
     for name, tensor, ranks in (
-        ("query", query, (2, 3)),
-        ("value", value, (3,)),
-        ("key", key, (3,)),
+        ("query", query, "rank 2 or 3 (batch, [time,] features)"),
+        ("value", value, memory),
+        ("key", key, memory),
     ):
-        if len(tensor.shape) not in ranks:
-            expected = " or ".join(f"rank {r}" for r in ranks)
-            call_fail(
-                owner,
-                name,
-                f"a tensor of {expected} (batch, [time,] features)",
-                f"shape {tuple(tensor.shape)}",
-            )
-        dtype = _dtype(tensor)
-        if not dtype.startswith(("float", "bfloat")):
-            raise TypeError(
-                f"{owner}: argument `{name}` expected a floating-point tensor (embed or "
-                f"cast integer ids first). Received: dtype {dtype}"
-            )
+        rank = len(tensor.shape)
+        if not (rank in (2, 3) if name == "query" else rank == 3 or (grids and rank > 3)):
+            call_fail(owner, name, f"a tensor of {ranks}", f"shape {tuple(tensor.shape)}")
+        _check_float(owner, name, tensor)
     batch = static(query.shape[0])
     for name, tensor in (("value", value), ("key", key)):
         size = static(tensor.shape[0])
@@ -200,21 +197,13 @@ def check_call(owner: str, query, value, key, query_mask, value_mask, attention_
                 f"{name} shape {tuple(tensor.shape)}, query shape {tuple(query.shape)}",
             )
         batch = size if batch is None else batch
-    tv, tk = static(value.shape[1]), static(key.shape[1])
-    if tv is not None and tk is not None and tv != tk:
-        call_fail(
-            owner,
-            "key",
-            f"the same length as `value` ({tv})",
-            f"key shape {tuple(key.shape)}, value shape {tuple(value.shape)}",
-        )
+    grid = _same_positions(owner, key, value)
     single = len(query.shape) == 2
     tq = None if single else static(query.shape[1])
-    tv = tv if tv is not None else tk
     expected_shapes = {
         "query_mask": (batch,) if single else (batch, tq),
-        "value_mask": (batch, tv),
-        "attention_mask": (batch, tv) if single else (batch, tq, tv),
+        "value_mask": (batch, *grid),
+        "attention_mask": (batch, *grid) if single else (batch, tq, *grid),
     }
     for name, mask in (
         ("query_mask", query_mask),
@@ -223,6 +212,36 @@ def check_call(owner: str, query, value, key, query_mask, value_mask, attention_
     ):
         if mask is not None:
             _check_mask(owner, name, mask, expected_shapes[name])
+
+
+def _same_positions(owner: str, key, value) -> tuple:
+    """The memory's positions `(Tv,)` or `grid`, the same for `key` and `value`."""
+    keys, values = tuple(key.shape[1:-1]), tuple(value.shape[1:-1])
+    if len(keys) != len(values) or any(
+        static(k) is not None and static(v) is not None and k != v for k, v in zip(keys, values)
+    ):
+        wanted = "length" if len(values) == 1 else "grid"
+        call_fail(
+            owner,
+            "key",
+            f"the same {wanted} as `value` ({_positions(values)})",
+            f"key shape {tuple(key.shape)}, value shape {tuple(value.shape)}",
+        )
+    return tuple(static(v) if static(v) is not None else static(k) for k, v in zip(keys, values))
+
+
+def _positions(dims: tuple) -> str:
+    text = ", ".join(str(static(d)) for d in dims)
+    return text if len(dims) == 1 else f"({text})"
+
+
+def _check_float(owner: str, name: str, tensor):
+    dtype = _dtype(tensor)
+    if not dtype.startswith(("float", "bfloat")):
+        raise TypeError(
+            f"{owner}: argument `{name}` expected a floating-point tensor (embed or "
+            f"cast integer ids first). Received: dtype {dtype}"
+        )
 
 
 def _dtype(tensor) -> str:
@@ -241,3 +260,105 @@ def _check_mask(owner: str, name: str, mask, expected: tuple):
         for got, want in zip(shape, expected)
     ):
         call_fail(owner, name, f"shape {expected}", f"shape {shape}")
+
+
+# ----------------------------------------------------------------------------
+# attention_axes (MultiHead): keras.layers.MultiHeadAttention's meaning.
+# ----------------------------------------------------------------------------
+def attention_axes(owner: str, name: str, value: Any):
+    """None, an int or a sequence of distinct ints, as a tuple (or None).
+
+    Which axes of the inputs attend (negative ones count from the end, the
+    features being -1); their range is checked at the call, against the rank.
+    """
+    expected = "None, an int or a tuple of distinct ints (axes of the inputs)"
+    if value is None:
+        return None
+    axes = (value,) if isinstance(value, numbers.Integral) else value
+    if not isinstance(axes, (tuple, list)) or any(
+        isinstance(a, bool) or not isinstance(a, numbers.Integral) for a in axes
+    ):
+        fail(owner, name, expected, value, error=TypeError)
+    if not axes or len(set(axes)) != len(axes):
+        fail(owner, name, expected, value)
+    return tuple(int(a) for a in axes)
+
+
+def check_attention_axes_call(
+    owner: str, axes, query, value, key, query_mask, value_mask, attention_mask
+) -> tuple:
+    """The call checks of attention over `axes` of same-rank tensors; the axes, positive.
+
+    `query` `(B, *axes, dq)`, `value` and `key` of its rank, with the same
+    sizes on the axes that do not attend (they act as batch axes) and the
+    same positions as each other; `query_mask` `(B, *query axes)`,
+    `value_mask` `(B, *value axes)`, `attention_mask` Keras's `(B, *other,
+    *query attended, *value attended)`. `axes=None` means every axis but the
+    batch and the features.
+    """
+    rank = len(query.shape)
+    if rank < 3:
+        call_fail(
+            owner,
+            "query",
+            "a tensor of rank 3 or higher (batch, *axes, features) with `attention_axes`",
+            f"shape {tuple(query.shape)}",
+        )
+    for name, tensor in (("query", query), ("value", value), ("key", key)):
+        if len(tensor.shape) != rank:
+            call_fail(
+                owner,
+                name,
+                f"rank {rank}, the rank of `query` (attention over axes: query, key and "
+                "value of one rank; a sequence query over a grid memory: "
+                "BahdanauAttention, LuongAttention or ScaledDotProduct)",
+                f"{name} shape {tuple(tensor.shape)}, query shape {tuple(query.shape)}",
+            )
+        _check_float(owner, name, tensor)
+    if axes is None:
+        axes = tuple(range(1, rank - 1))
+    positive = tuple(a + rank if a < 0 else a for a in axes)
+    if any(not 1 <= a <= rank - 2 for a in positive) or len(set(positive)) != len(positive):
+        call_fail(
+            owner,
+            "attention_axes",
+            f"distinct axes in [1, {rank - 2}] or [{1 - rank}, -2] (neither the batch nor "
+            f"the features of rank-{rank} inputs)",
+            f"attention_axes={axes}, query shape {tuple(query.shape)}",
+        )
+    other = [a for a in range(rank - 1) if a not in positive]  # the batch and batch-like axes
+    for name, tensor in (("value", value), ("key", key)):
+        if any(_differ(query.shape[a], tensor.shape[a]) for a in other):
+            call_fail(
+                owner,
+                name,
+                f"the sizes of `query` on the axes that do not attend ({_axes_text(other)})",
+                f"{name} shape {tuple(tensor.shape)}, query shape {tuple(query.shape)}",
+            )
+    _same_positions(owner, key, value)
+    query_axes, value_axes = tuple(query.shape[:-1]), tuple(value.shape[:-1])
+    expected_shapes = {
+        "query_mask": query_axes,
+        "value_mask": value_axes,
+        "attention_mask": (
+            *(query.shape[a] for a in other),
+            *(query.shape[a] for a in positive),
+            *(value.shape[a] for a in positive),
+        ),
+    }
+    for name, mask in (
+        ("query_mask", query_mask),
+        ("value_mask", value_mask),
+        ("attention_mask", attention_mask),
+    ):
+        if mask is not None:
+            _check_mask(owner, name, mask, tuple(static(d) for d in expected_shapes[name]))
+    return positive
+
+
+def _differ(a, b) -> bool:
+    return static(a) is not None and static(b) is not None and a != b
+
+
+def _axes_text(axes) -> str:
+    return "axis 0" if len(axes) == 1 else "axes " + ", ".join(str(a) for a in axes)

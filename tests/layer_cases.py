@@ -62,10 +62,17 @@ def multi_head_reference(layer, q, k, v, mask, probability_fn):
     qh = _heads(_dense(layer.query_dense, q), h)  # (B, H, Tq, dk)
     kh = np.repeat(_heads(_dense(layer.key_dense, k), hkv), h // hkv, axis=1)
     vh = np.repeat(_heads(_dense(layer.value_dense, v), hkv), h // hkv, axis=1)
+    if layer.qk_norm:  # RMSNorm per head over dk
+        qh = reference.rms_norm(qh, _w(layer.query_norm))
+        kh = reference.rms_norm(kh, _w(layer.key_norm))
     logits = reference.dot_scores(qh, kh) / math.sqrt(layer.key_dim)
+    if layer.logit_soft_cap is not None:
+        logits = reference.soft_cap(logits, layer.logit_soft_cap)
     mask = None if mask is None else mask[:, None]  # (B, 1, Tq, Tv)
     context, weights = reference.attend(logits, vh, mask, probability_fn)
     merged = context.transpose(0, 2, 1, 3).reshape(q.shape[0], q.shape[1], -1)
+    if layer.use_gate:
+        merged = merged * reference.sigmoid(_dense(layer.gate_dense, q))
     return _dense(layer.output_dense, merged), weights
 
 
@@ -93,6 +100,10 @@ CASES = {
     "multi_head": lambda **kw: MultiHead(num_heads=2, key_dim=3, **kw),
     "multi_head_gqa": lambda **kw: MultiHead(
         num_heads=4, key_dim=3, value_dim=2, num_key_value_heads=2, output_dim=7, **kw
+    ),
+    # Today's Transformer options (soft cap low enough to bind on these logits).
+    "multi_head_gated_qk_norm_capped": lambda **kw: MultiHead(
+        num_heads=2, key_dim=3, use_gate=True, qk_norm=True, logit_soft_cap=1.5, **kw
     ),
 }
 

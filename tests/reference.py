@@ -98,11 +98,12 @@ def sinusoid(positions, features, base=10000.0):
     return out
 
 
-def rotate_half(x, positions, base=10000.0):
+def rotate_half(x, positions, base=10000.0, inverse_frequencies=None, magnitude=1.0):
     """RoPE, rotate-half pairing: features (k, k + d/2) turned by a 2x2 rotation.
 
-    The angle of pair k at position p is p / base^(2k/d); `positions`
-    broadcasts against `x.shape[:-1]`.
+    The angle of pair k at position p is p / base^(2k/d) (or p ·
+    `inverse_frequencies[k]`), and the pair is multiplied by `magnitude`
+    (YaRN's `0.1 ln s + 1`); `positions` broadcasts against `x.shape[:-1]`.
     """
     x = np.asarray(x, np.float64)
     half = x.shape[-1] // 2
@@ -110,11 +111,72 @@ def rotate_half(x, positions, base=10000.0):
     out = np.empty_like(x)
     for index in np.ndindex(*x.shape[:-1]):
         for k in range(half):
-            theta = positions[index] / base ** (2 * k / x.shape[-1])
+            if inverse_frequencies is None:
+                theta = positions[index] / base ** (2 * k / x.shape[-1])
+            else:
+                theta = positions[index] * inverse_frequencies[k]
             rotation = np.array([[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]])
-            pair = rotation @ np.array([x[index + (k,)], x[index + (k + half,)]])
+            pair = magnitude * rotation @ np.array([x[index + (k,)], x[index + (k + half,)]])
             out[index + (k,)], out[index + (k + half,)] = pair
     return out
+
+
+# ----------------------------------------------------------------------------
+# Today's Transformer options, from their papers.
+# ----------------------------------------------------------------------------
+def rope_scaled_frequencies(features, base, rope_type, factor, original_length=None):
+    """`(θ_k per pair, magnitude)` of RoPE extended `factor` times, pair by pair.
+
+    - "linear": position interpolation (Chen et al. 2023), positions m -> m/s;
+    - "dynamic": NTK-aware (YaRN paper, eq. 16), base b -> b · s^(d/(d-2));
+    - "yarn" (Peng et al. 2023, "NTK-by-parts" + temperature): pair k turns
+      r_k = L / λ_k times over the L original positions (λ_k = 2π b^(2k/d));
+      it keeps θ_k above β = 32 turns, takes θ_k / s below α = 1 turn, and in
+      between mixes them with a ramp linear in k (the authors' code) from the
+      k where r = 32 to the k where r = 1; q and k are multiplied by
+      sqrt(1/t) = 0.1 ln s + 1.
+    """
+    d = features
+    thetas, magnitude = [], 1.0
+    for k in range(d // 2):
+        theta = base ** (-2 * k / d)
+        if rope_type == "linear":
+            theta = theta / factor
+        elif rope_type == "dynamic":
+            theta = (base * factor ** (d / (d - 2))) ** (-2 * k / d)
+        elif rope_type == "yarn":
+            wavelength = 2 * np.pi * base ** (2 * k / d)
+            turns = original_length / wavelength
+            assert turns > 0
+
+            def pair_of(r):  # the (fractional) k that turns r times
+                return d * np.log(original_length / (2 * np.pi * r)) / (2 * np.log(base))
+
+            low, high = max(pair_of(32.0), 0.0), min(pair_of(1.0), d // 2 - 1)
+            interpolation = min(max((k - low) / max(high - low, 1e-3), 0.0), 1.0)
+            theta = (1 - interpolation) * theta + interpolation * theta / factor
+            magnitude = 0.1 * np.log(factor) + 1.0
+        thetas.append(theta)
+    return np.array(thetas), magnitude
+
+
+def rms_norm(x, scale, epsilon=1e-6):
+    """Zhang & Sennrich (2019): `x / sqrt(mean(x²) + ε) · g` over the last axis, row by row."""
+    x = np.asarray(x, np.float64)
+    out = np.empty_like(x)
+    for index in np.ndindex(*x.shape[:-1]):
+        row = x[index]
+        out[index] = row / np.sqrt(np.mean(row * row) + epsilon) * scale
+    return out
+
+
+def soft_cap(logits, cap):
+    """Gemma 2: logits bounded to (-cap, cap) by `cap · tanh(logits / cap)`."""
+    return cap * np.tanh(np.asarray(logits, np.float64) / cap)
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-np.asarray(x, np.float64)))
 
 
 # ----------------------------------------------------------------------------

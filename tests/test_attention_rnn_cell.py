@@ -178,9 +178,10 @@ def test_bad_arguments():
         AttentionRNN(cell, return_state=True)
 
 
-# Not MultiHead: its `project_memory` splits heads with a reshape that a Functional
-# model records with the batch as None (`AttentionRNN` takes the memory instead).
-@pytest.mark.parametrize("name", ["bahdanau", "luong_general", "scaled_dot"])
+@pytest.mark.parametrize(
+    "name",
+    ["bahdanau", "luong_general", "scaled_dot", "multi_head"],
+)
 def test_initial_state_of_a_symbolic_memory_in_a_functional_model(name, rng):
     """The two-call form `RNN(cell)(x, initial_state=cell.initial_state(memory))` in a
     Functional model runs as eagerly (its flattened states took the batch as None)."""

@@ -46,6 +46,18 @@ def test_step_by_step_equals_the_full_causal_call(rotary, kv_heads, rng):
     np.testing.assert_array_equal(keys[:, :, T:], 0.0)  # nothing written past the tokens
 
 
+def test_step_by_step_equals_the_full_call_with_every_option(rng):
+    yarn = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 4}
+    options = dict(use_gate=True, qk_norm=True, logit_soft_cap=1.5, rope_scaling=yarn, window=3)
+    layer = _layer(True, 2, **options)
+    for variable in layer.weights:  # scales and gate away from their initial values
+        variable.assign(rng.normal(size=variable.shape).astype("float32"))
+    x = rng.normal(size=(B, T, D)).astype("float32")
+    full = to_numpy(layer(x, x, use_causal_mask=True))
+    steps, _ = _decode(layer, x, [3, 1, 1, 1])
+    np.testing.assert_allclose(steps, full, atol=1e-4)
+
+
 def test_cache_holds_the_projected_and_rotated_keys(rng):
     layer = _layer(True, 2)
     x = rng.normal(size=(B, T, D)).astype("float32")

@@ -367,6 +367,32 @@ FUSED_OK = dict(backend="torch", dtype="float32", head_dim=64, query_length=4096
 )
 def test_fused_attention_available(change, expected):
     assert memory_efficient.fused_attention_available(**{**FUSED_OK, **change}) is expected
+    reason = memory_efficient.fused_attention_refusal(**{**FUSED_OK, **change})
+    assert (reason is None) is expected
+
+
+def test_no_fused_kernel_takes_a_soft_cap():
+    reason = memory_efficient.fused_attention_refusal(**FUSED_OK, soft_cap=True)
+    assert "soft cap" in reason
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(fused_available=False, fused_refusal="the tensorflow backend"), "tensorflow"),
+        (dict(fused_available=True, score="additive"), "dot-product score"),
+        (dict(fused_available=True, return_attention_scores=True), "never materializes"),
+        (dict(fused_available=True, probability_fn="sparsemax"), "softmax"),
+    ],
+)
+def test_an_explicit_fused_request_says_why_it_cannot_run(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        memory_efficient.choose_implementation("fused", query_length=64, value_length=64, **kwargs)
+
+
+def test_an_explicit_fused_request_runs_where_the_kernel_can():
+    choose = memory_efficient.choose_implementation
+    assert choose("fused", query_length=None, value_length=64, fused_available=True) == "fused"
 
 
 @pytest.mark.parametrize("device", [None, "cpu", "gpu"])

@@ -301,39 +301,79 @@ def test_tiles_outside_the_band_are_skipped(tq, tv, block, causal, window):
 
 
 # ------------------------------------------------------------ the fused path
-def test_fused_path_declines_a_window():
-    ok = dict(dtype="float16", head_dim=64, query_length=128, value_length=128)
-    for backend, device in [("torch", "cpu"), ("torch", "gpu"), ("jax", "gpu")]:
-        available = memory_efficient.fused_attention_available
-        assert available(**ok, backend=backend, device=device)
-        assert not available(**ok, has_window=True, backend=backend, device=device)
+@pytest.mark.parametrize(
+    "backend, device, causal, tq, expected",
+    [
+        ("torch", "cpu", False, 128, True),  # a band mask on scaled_dot_product_attention
+        ("torch", "gpu", True, 128, True),
+        ("torch", "cpu", False, 64, True),  # Tq < Tv: every query still sees itself
+        ("torch", "cpu", False, 256, False),  # Tq > Tv: rows with no key
+        ("jax", "gpu", True, 128, True),  # cuDNN's left window under the causal mask
+        ("jax", "gpu", False, 128, False),  # cuDNN takes no right window
+    ],
+)
+def test_the_fused_rule_takes_a_window_where_the_kernel_does(backend, device, causal, tq, expected):
+    call = dict(dtype="float16", head_dim=64, value_length=128, backend=backend, device=device)
+    refusal = memory_efficient.fused_attention_refusal
+    assert refusal(**call, query_length=128, use_causal_mask=causal) is None
+    reason = refusal(**call, query_length=tq, use_causal_mask=causal and tq == 128, window=16)
+    assert (reason is None) is expected
+    assert reason is None or "window" in reason
 
 
+@pytest.mark.parametrize("window", [4, (3, 2)])
+@pytest.mark.parametrize("tq", [24, 16])
 @pytest.mark.skipif(BACKEND != "torch", reason="the fused path is taken on PyTorch only here")
-def test_auto_with_a_window_leaves_the_fused_path(monkeypatch, rng):
+def test_the_fused_path_with_a_window_equals_the_exact_one(monkeypatch, rng, window, tq):
     calls = []
     original = memory_efficient.fused_dot_product_attention
 
     def spy(*args, **kwargs):
-        calls.append(1)
+        calls.append(kwargs["window"])
         return original(*args, **kwargs)
 
     monkeypatch.setattr(memory_efficient, "fused_dot_product_attention", spy)
     x = rng.normal(size=(2, 24, DQ)).astype("float32")
-    plain = MultiHead(num_heads=2, key_dim=8)
-    plain(x, x, use_causal_mask=True)
-    assert calls == [1]  # without a window, auto takes the kernel
-    windowed = MultiHead(num_heads=2, key_dim=8, window=4)
-    windowed.build(x.shape, x.shape)
-    windowed.set_weights(plain.get_weights())
-    context = windowed(x, x, use_causal_mask=True)
-    assert calls == [1]
-    exact = MultiHead(num_heads=2, key_dim=8, window=4, implementation="exact")
+    fused = MultiHead(num_heads=2, key_dim=8, window=window, implementation="fused")
+    exact = MultiHead(num_heads=2, key_dim=8, window=window, implementation="exact")
+    fused.build(x.shape, x.shape)
     exact.build(x.shape, x.shape)
-    exact.set_weights(plain.get_weights())
-    np.testing.assert_allclose(
-        to_numpy(context), to_numpy(exact(x, x, use_causal_mask=True)), atol=1e-5
-    )
+    exact.set_weights(fused.get_weights())
+    for causal in (False, True) if tq == 24 else (False,):
+        got = fused(x[:, -tq:], x, use_causal_mask=causal)
+        expected = exact(x[:, -tq:], x, use_causal_mask=causal)
+        np.testing.assert_allclose(to_numpy(got), to_numpy(expected), atol=1e-5)
+    assert calls and all(w == window for w in calls)
+
+
+@pytest.mark.skipif(BACKEND != "jax", reason="JAX's own windowed kernel")
+@pytest.mark.parametrize("causal, window", [(True, 4), (False, (3, 2))])
+def test_jax_windowed_kernel_equals_the_band_mask(rng, causal, window):
+    """`backends.windowed_attention` (local_window_size) against the generic band mask."""
+    from keras_attention.backends import jax_backend
+
+    q, k, v = (rng.normal(size=(2, 12, 2, 8)).astype("float32") for _ in range(3))  # (B, T, H, d)
+    left, right = masks.key_band(causal, window)
+    got = jax_backend.windowed_attention(q, k, v, 0.3, left, right, causal)
+    mask = masks.sliding_window_mask(12, 12, window, causal)[None, None]
+    expected = keras.ops.dot_product_attention(q, k, v, mask=mask, scale=0.3)
+    np.testing.assert_allclose(to_numpy(got), to_numpy(expected), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "length, on_torch, on_tensorflow",
+    [(8192, "chunked", "chunked"), (2048, "fused", "chunked"), (512, "fused", "exact")],
+)
+def test_auto_takes_the_chunked_tiles_when_the_band_is_narrow(length, on_torch, on_tensorflow):
+    """Measured on CPUs (benchmarks/window_paths.py): skipping tiles outgrows the kernels."""
+    choose = memory_efficient.choose_implementation
+    call = dict(query_length=length, value_length=length, use_causal_mask=True, window=128)
+    assert choose(backend="torch", device="cpu", fused_available=True, **call) == on_torch
+    assert choose(backend="tensorflow", device="cpu", **call) == on_tensorflow
+    without_window = dict(call, window=None)
+    assert choose(backend="torch", device="cpu", fused_available=True, **without_window) == "fused"
+    # On a GPU the fused kernel keeps a window whatever its width (cuDNN skips the tiles).
+    assert choose(backend="jax", device="gpu", fused_available=True, **call) == "fused"
 
 
 # ------------------------------------------------------- key/value cache

@@ -7,8 +7,9 @@ the same questions for the path rule (`keras_attention.memory_efficient`):
 `free_memory()`, the free bytes of the default accelerator, or None when the
 backend cannot say. A module may also offer its own form of a loop
 (`scan_states`), used where the generic one fails on that backend, or of a
-piece of math (`additive_projection`), used where it was measured faster;
-each is tested against the generic `keras.ops` form.
+piece of math (`additive_projection`, `windowed_attention`), used where it
+was measured faster or is the kernel's own form; each is tested against the
+generic `keras.ops` form.
 """
 
 from __future__ import annotations
@@ -49,6 +50,19 @@ def additive_projection(hidden, vector):
     module = current()
     project = getattr(module, "additive_projection", None)
     return None if project is None else project(hidden, vector)
+
+
+def windowed_attention(query, key, value, scale, left, right, causal):
+    """The backend's fused attention inside a window, `(B, Tq, H, dv)`, or None.
+
+    `query` `(B, Tq, H, dk)`, `key` `(B, Tv, H, dk)`, `value` `(B, Tv, H, dv)`;
+    query `i` sees keys `i - left <= j <= i + right` (`Tq == Tv`), and `j <= i`
+    too when `causal`. None means the generic form (a band mask,
+    `memory_efficient.fused.windowed_dot_product_attention`) is the one to use.
+    """
+    module = current()
+    attend = getattr(module, "windowed_attention", None)
+    return None if attend is None else attend(query, key, value, scale, left, right, causal)
 
 
 def scan_states(step, initial, sequence):

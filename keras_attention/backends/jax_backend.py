@@ -52,3 +52,23 @@ def multiply_reduce(hidden, vector):
     """`sum(hidden * v, -1)` in float32, returned in `hidden`'s dtype."""
     product = hidden.astype("float32") * vector.astype("float32")
     return jax.numpy.sum(product, axis=-1).astype(hidden.dtype)
+
+
+def windowed_attention(query, key, value, scale, left, right, causal):
+    """`jax.nn.dot_product_attention` with `local_window_size=(left, right)`.
+
+    Layout `(B, T, H, d)`, `Tq == Tv` (JAX's window is start-aligned). On a
+    GPU cuDNN's fused kernel, which takes a left window under a causal mask
+    (`paths.fused_attention_refusal` asks for one); where cuDNN refuses the
+    call, and off GPUs, XLA's implementation (a masked quadratic product), as
+    `keras.ops.dot_product_attention` falls back itself.
+    """
+    options = dict(scale=scale, is_causal=causal, local_window_size=(left, right))
+    if device_kind(query) == "gpu":
+        try:
+            return jax.nn.dot_product_attention(
+                query, key, value, implementation="cudnn", **options
+            )
+        except Exception:  # cuDNN refuses some shapes, dtypes and versions
+            pass
+    return jax.nn.dot_product_attention(query, key, value, **options)

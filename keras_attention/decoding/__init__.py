@@ -19,7 +19,9 @@ eagerly, in `tf.function` (also `jit_compile=True`), under `jax.jit` and in
 PyTorch, and stop when every hypothesis has emitted `end_id` or after
 `max_length` steps (beam search with `early_stopping=True`: once each
 entry's best hypothesis is final). Scores of beam search follow GNMT
-(`keras_attention.decoding.penalties`).
+(`keras_attention.decoding.penalties`). `ensemble_step` makes one step of
+several models' steps (the mean of their log-probabilities, a tuple of their
+states), which every search takes as it takes one model's.
 
 Example:
 
@@ -40,6 +42,7 @@ Example:
 """
 
 from keras_attention.decoding.beam import beam_search
+from keras_attention.decoding.ensemble import ensemble_step
 from keras_attention.decoding.greedy import greedy_search
 from keras_attention.decoding.greedy import sample
 from keras_attention.decoding.loop import NEG_INF
@@ -54,6 +57,7 @@ __all__ = [
     "SearchResult",
     "beam_search",
     "coverage_penalty",
+    "ensemble_step",
     "greedy_search",
     "length_penalty",
     "reorder_state",

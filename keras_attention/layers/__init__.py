@@ -3,6 +3,7 @@
 from keras_attention.layers.alignment_attention import AlignmentAttention
 from keras_attention.layers.attention_rnn import AttentionRNN
 from keras_attention.layers.attention_rnn_cell import AttentionRNNCell
+from keras_attention.layers.attention_rnn_state import AttentionRNNState
 from keras_attention.layers.bahdanau import BahdanauAttention
 from keras_attention.layers.bahdanau_monotonic import BahdanauMonotonicAttention
 from keras_attention.layers.base import BaseAttention
@@ -23,6 +24,7 @@ __all__ = [
     "AlignmentAttention",
     "AttentionRNN",
     "AttentionRNNCell",
+    "AttentionRNNState",
     "BaseAttention",
     "BahdanauAttention",
     "BahdanauMonotonicAttention",

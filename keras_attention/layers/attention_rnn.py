@@ -22,8 +22,11 @@ class AttentionRNN(keras.layers.RNN):
 
     Call arguments:
         sequences: `(B, T, d_in)` decoder inputs.
-        memory: `(B, Tv, dv)` encoder outputs, attended at every step.
-        memory_mask: boolean `(B, Tv)`, True on real memory positions.
+        memory: `(B, Tv, dv)` encoder outputs, attended at every step; with
+            a cell of several attentions, one memory for all or a list with
+            one per attention (each its own `Tv` and `dv`).
+        memory_mask: boolean `(B, Tv)`, True on real memory positions (a
+            list with a list of memories).
         initial_state: initial states of the wrapped cell (e.g. the
             encoder's final state), or None for zeros.
         sequences_mask: boolean `(B, T)`, True on real decoder steps; Keras

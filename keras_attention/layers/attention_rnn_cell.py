@@ -1,112 +1,83 @@
-from typing import Any
-from typing import NamedTuple
-
 import keras
 from keras import ops
 
 from keras_attention import validation
-from keras_attention.layers.base import BaseAttention
+from keras_attention.layers import attention_rnn_options as options
+from keras_attention.layers.attention_rnn_memory import MemoryInState
+from keras_attention.layers.attention_rnn_state import AttentionRNNState
+from keras_attention.layers.attention_rnn_state import StateLayout
 
-
-class AttentionRNNState(NamedTuple):
-    """The state of an `AttentionRNNCell`, by name (see `unpack_state`).
-
-    Attributes:
-        cell_states: list of the wrapped cell's states (`[h]` for a GRU,
-            `[h, c]` for an LSTM), each `(B, units)`.
-        attention: `a_{t-1}`, the attentional vector `(B, attention_size)`.
-        weights: `w_{t-1}`, the attention weights `(B, Tv)` or `(B, H, Tv)`.
-        keys: the memory's projected keys (`attention.project_memory`).
-        values: the memory's projected values.
-        mask: boolean `(B, Tv)`, True on real memory positions.
-        output: the previous step's output `(B, output_size)` (zeros at the
-            start), which a masked (padded) decoder step repeats; `None` in
-            `pack_state` means zeros.
-        alignment: the attention's alignment state (`attention.step`), a
-            dict of `(B, n)` tensors named by `attention.alignment_state_keys`
-            (`n` from `attention.alignment_state_sizes(Tv)`: `Tv` for the
-            weights, `K` for the means of `GMMAttention`); `None` when the
-            attention keeps none (content attention, whose state is `{}`), and
-            in `pack_state` it means the initial one.
-    """
-
-    cell_states: list
-    attention: Any
-    weights: Any
-    keys: Any
-    values: Any
-    mask: Any
-    output: Any = None
-    alignment: Any = None
-
-
-def _flatten(x):
-    """`(B, ...)` -> `(B, n)`."""
-    if len(x.shape) == 2:
-        return x
-    if keras.backend.is_keras_tensor(x):  # a Functional model's node: the batch is set when run
-        return keras.layers.Reshape((-1,))(x)
-    return ops.reshape(x, (ops.shape(x)[0], -1))
+__all__ = ["AttentionRNNCell", "AttentionRNNState"]  # the state, from here as before
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class AttentionRNNCell(keras.layers.Layer):
-    """An RNN cell that attends over a memory at every step (input feeding).
+class AttentionRNNCell(MemoryInState, keras.layers.Layer):
+    """An RNN cell that attends over a memory at every step (`tfa.seq2seq.AttentionWrapper`).
 
-    Wraps any Keras RNN cell and any attention layer of this package, for
-    Bahdanau-style decoders: at step `t`
+    Wraps any Keras RNN cell and one or more attention layers of this
+    package. At step `t`, for attentions `i = 1..N`:
 
     ```
-    h_t, s_t = cell([x_t; a_{t-1}], s_{t-1})      # input feeding
-    c_t, w_t = attention(h_t, memory)              # context, weights (B, Tv)
-    a_t = tanh(W_a [h_t; c_t])  if attention_layer_size else c_t
-    output_t = [h_t; a_t]  (+ w_t flattened, with return_attention_weights)
+    h_t, s_t = cell(cell_input_fn(x_t, a_{t-1}), s_{t-1})  # default [x_t; a_{t-1}]
+    c_t^i, w_t^i = attention_i.step(h_t, memory_i)         # context, weights (B, Tv_i)
+    a_t^i = act(W_i [h_t; c_t^i])  with attention_layer_size (act: attention_activation)
+          = attention_layer_i([h_t; c_t^i])  with attention_layer
+          = c_t^i  otherwise
+    a_t = [a_t^1; ...; a_t^N]
+    output_t = [h_t; a_t] (output_attention=None), a_t (True) or h_t (False)
+               (+ every w_t^i flattened, with return_attention_weights)
     ```
 
-    It fills the place of `tfa.seq2seq.AttentionWrapper`. Keras 3's `RNN`
-    has no `constants`, so the memory travels in the state: build the
-    initial state with `initial_state(value, ...)`, which also computes the
-    attention's key/value projections once for the whole sequence, and pass
-    it to `keras.layers.RNN(cell)(inputs, initial_state=...)`. The same
-    state drives step-by-step decoding with `cell(x_t, states)`. An
-    attention that draws noise in training (monotonic `sigmoid_noise`)
-    needs `AttentionRNN` on JAX, which draws every step's noise before the
-    loop (`append_step_noise`); a plain `keras.layers.RNN` would draw it
-    inside `lax.scan`, which JAX refuses.
-
-    State layout (a flat list): the previous output (what a masked decoder
-    step repeats: Keras's RNN on JAX reads it from the first state), the
-    wrapped cell's states, then `a_{t-1}` `(B, attention_size)`, `w_{t-1}`
-    (the attention weights of the previous step), and the memory: projected
-    keys, projected values and the memory mask as 0/1 floats `(B, Tv)`. The
-    memory parts never change over time. Last come the `(B, n)` tensors of
-    the attention's alignment state (`attention.initial_alignment_state`,
-    then what `attention.step` returns), in `attention.alignment_state_keys`
-    order, each declared with the size `attention.alignment_state_sizes(Tv)`
-    gives it (`Tv`, or `K` for the means of `GMMAttention`): none for content
-    attention, whose state is empty. Every step calls `attention.step`, the
-    same for every layer. Read it by name with
-    `unpack_state(states)` (an `AttentionRNNState`) or
-    `attention_weights(states)`, and write it with `pack_state(state)`;
-    do not index the list.
-
-    Decoder masks: a masked step (padding in the decoder inputs, the Keras
-    mask of `Embedding(mask_zero=True)` or `mask=`) keeps the state and
-    repeats the previous output, on every backend, as any Keras RNN does.
+    Keras 3's `RNN` has no `constants`, so the memory travels in the state:
+    build the initial state with `initial_state(value, ...)`, which also
+    computes each attention's key/value projections once, and pass it to
+    `keras.layers.RNN(cell)(inputs, initial_state=...)`, or use
+    `AttentionRNN(cell)(inputs, memory)`. The same state drives step-by-step
+    decoding, as a flat list with `cell(x_t, states)` or by name with
+    `cell.step(x_t, state)`. Read the flat list by name with
+    `unpack_state(states)` (an `AttentionRNNState`) and write it with
+    `pack_state(state)`; `attention_rnn_state.StateLayout` owns its layout.
+    Every step calls `attention.step`, the same for every attention layer.
+    A masked decoder step (the Keras mask of `Embedding(mask_zero=True)`, or
+    `mask=`) keeps the state and repeats the previous output, as any Keras
+    RNN does. An attention that draws noise in training (monotonic
+    `sigmoid_noise`) needs `AttentionRNN` on JAX, which draws every step's
+    noise before the loop (`append_step_noise`).
 
     Args:
         cell: a Keras RNN cell (`GRUCell`, `LSTMCell`, ...).
-        attention: one of `BahdanauAttention`, `LuongAttention`,
-            `ScaledDotProduct`, `MultiHead`, or an attention with an
-            alignment state (`LocationSensitiveAttention`,
-            `BahdanauMonotonicAttention`, `LuongMonotonicAttention`,
-            `StepwiseMonotonicAttention`, `GMMAttention`,
-            `DynamicConvolutionAttention`).
-        attention_layer_size: size of the attentional vector `a_t`
-            (Luong et al. 2015); `None` uses the context itself.
+        attention: an attention layer of this package (content attention
+            such as `BahdanauAttention`, `LuongAttention`, `MultiHead`, or one
+            with an alignment state such as `LocationSensitiveAttention`), or
+            a list of them (each over its own memory, or one shared: TFA's
+            list of mechanisms, e.g. multi-source attention or Tacotron's
+            location + content pair). With a list, the state's per-attention
+            fields are tuples.
+        attention_layer_size: the size of `a_t^i = act(W_i [h_t; c_t^i])`
+            (no bias), an int, or with a list of attentions a list of one
+            size each; `None` (default) uses each context itself.
         return_attention_weights: append each step's attention weights,
-            flattened (`Tv`, or `H*Tv` for `MultiHead`), to the output; needs
-            a memory of static length.
+            flattened (`Tv`, or `H*Tv` for `MultiHead`; one block per
+            attention), to the output (TFA's `alignment_history`); split them
+            with `alignment_history(outputs)`. Needs memories of static length.
+        cell_input_fn: what the wrapped cell reads: `"concat"` (default,
+            TFA's default: `[x_t; a_{t-1}]`, input feeding), `"inputs"`
+            (`x_t` alone), a Keras layer called as `layer(inputs, attention)`
+            (saved with the cell, weights included), or a callable
+            `fn(inputs, attention) -> cell_inputs`. A callable is saved with
+            `keras.saving.serialize_keras_object`: register it with
+            `keras.saving.register_keras_serializable()` (or pass it in
+            `custom_objects`) for the `.keras` file to load; a lambda loads
+            only with `safe_mode=False`.
+        output_attention: `None` (default: `[h_t; a_t]`, both), `True` (`a_t`,
+            TFA's default and Luong's) or `False` (`h_t`, Bahdanau's).
+        attention_layer: instead of `attention_layer_size`, a Keras layer
+            (a list of them with a list of attentions) mapping `[h_t; c_t^i]`
+            to `a_t^i`, as TFA's `attention_layer`.
+        attention_activation: the activation of the layers that
+            `attention_layer_size` makes: `"tanh"` (default: Luong et al.'s
+            attentional vector `tanh(W_a [h_t; c_t])`) or `None` / `"linear"`
+            (TFA's `Dense(size, use_bias=False)`, linear).
         **kwargs: base layer arguments.
 
     Example:
@@ -126,51 +97,54 @@ class AttentionRNNCell(keras.layers.Layer):
     """
 
     def __init__(
-        self, cell, attention, attention_layer_size=None, return_attention_weights=False, **kwargs
+        self,
+        cell,
+        attention,
+        attention_layer_size=None,
+        return_attention_weights=False,
+        cell_input_fn="concat",
+        output_attention=None,
+        attention_layer=None,
+        attention_activation="tanh",
+        **kwargs,
     ):
         super().__init__(**kwargs)
-        self.cell = keras.layers.deserialize(cell) if isinstance(cell, dict) else cell
-        self.attention = (
-            keras.layers.deserialize(attention) if isinstance(attention, dict) else attention
-        )
-        if not isinstance(self.cell, keras.layers.Layer):
-            raise TypeError(
-                f"AttentionRNNCell: `cell` must be a Keras layer. Received: {self.cell!r}"
-            )
-        if not hasattr(self.cell, "state_size"):
-            raise TypeError(
-                f"AttentionRNNCell: `cell` must be an RNN cell with a `state_size`. "
-                f"Received: {type(self.cell).__name__}"
-            )
-        if not isinstance(self.attention, BaseAttention):
-            raise TypeError(
-                "AttentionRNNCell: `attention` must be an attention layer of "
-                "keras_attention (a `keras_attention.layers.BaseAttention`, with "
-                "`project_memory` and `step`), such as BahdanauAttention or MultiHead. "
-                f"Received: {self.attention!r}"
-            )
-        self.attention_layer_size = validation.integer(
-            "AttentionRNNCell", "attention_layer_size", attention_layer_size, allow_none=True
-        )
-        attention_layer_size = self.attention_layer_size
+        self.cell = options.rnn_cell(cell)
+        self.attention, self._multiple = options.attentions(attention)
+        count = len(self._attentions)
+        self.attention_layer_size = options.layer_sizes(attention_layer_size, count, self._multiple)
         self.return_attention_weights = validation.flag(
             "AttentionRNNCell", "return_attention_weights", return_attention_weights
         )
+        self.cell_input_fn = options.cell_input_fn(cell_input_fn)
+        self.output_attention = options.output_attention(output_attention)
+        self.attention_layer = options.attention_layers(
+            attention_layer, count, self._multiple, self.attention_layer_size
+        )
+        self.attention_activation = options.activation(attention_activation)
+        self.attention_dense = options.attention_denses(
+            self.attention_layer_size, self.attention_activation, self._multiple,
+            self.dtype_policy,
+        )  # fmt: skip
         self._memory_shapes = None
-        self._state_dims = None
+        self._layout = None  # a StateLayout, from the memory's shapes (`_build_memory`)
+        self._memory_dims = {}  # (index, dk, dv) -> the projections' (lead, last) dims
         self._input_size = None  # the step inputs' feature size, from `build`
-        self._noise_in_inputs = False  # set by `append_step_noise`
-        self.attention_dense = None
-        if attention_layer_size:
-            self.attention_dense = keras.layers.Dense(
-                attention_layer_size,
-                activation="tanh",
-                use_bias=False,
-                name="attention_dense",
-                dtype=self.dtype_policy,
-            )
+        self._noise_in_inputs = ()  # which attentions' draws ride in the inputs
 
     # ------------------------------------------------------------ sizes
+    @property
+    def _attentions(self):
+        return tuple(self.attention) if self._multiple else (self.attention,)
+
+    @property
+    def _attention_layers(self):
+        """The layer making each `a_t^i`, or None (the context itself)."""
+        layers = self.attention_dense if self.attention_layer is None else self.attention_layer
+        if layers is None:
+            return (None,) * len(self._attentions)
+        return tuple(layers) if self._multiple else (layers,)
+
     @property
     def _cell_state_sizes(self):
         size = self.cell.state_size
@@ -180,59 +154,54 @@ class AttentionRNNCell(keras.layers.Layer):
     def _cell_output_size(self):
         return getattr(self.cell, "output_size", None) or self._cell_state_sizes[0]
 
-    def _context_size(self):
-        value_dim = self._memory_shapes["value_shape"][-1]
-        return getattr(self.attention, "output_dim", None) or (
-            self._cell_output_size if self.attention.has_heads else value_dim
-        )
-
     @property
     def _attention_size(self):
-        return self.attention_layer_size or self._context_size()
-
-    def _weights_size(self):
-        length = self._memory_shapes["value_shape"][1]
-        heads = self.attention.num_heads if self.attention.has_heads else 1
-        return None if length is None else heads * length
-
-    @property
-    def _alignment_keys(self):
-        return tuple(self.attention.alignment_state_keys)
-
-    def _alignment_sizes(self):
-        """`{key: n}` of the alignment state's `(B, n)` tensors (None: an unknown `Tv`)."""
-        length = validation.static(self._memory_shapes["value_shape"][1])
-        return self.attention.alignment_state_sizes(length)
+        return self._layout.attention_size
 
     @property
     def state_size(self):
-        alignment = len(self._alignment_keys)
-        if self._memory_shapes is None:  # sizes for counting before the memory is known
-            return [1, *self._cell_state_sizes, 1, 1, 1, 1, 1, *[1] * alignment]
-        memory = [1, 1, 1]  # (B, n) flattened memory; see the class docstring
-        sizes = [*self._cell_state_sizes, self._attention_size, self._weights_size() or 1, *memory]
-        declared = self._alignment_sizes()
-        alignment = [declared[name] or 1 for name in self._alignment_keys]  # 1: unknown Tv
-        return [self.output_size, *sizes, *alignment]
+        if self._layout is None:  # sizes for counting before the memory is known
+            counts = [len(attention.alignment_state_keys) for attention in self._attentions]
+            return StateLayout.placeholder_sizes(self._cell_state_sizes, counts)
+        return self._layout.state_size(self.output_size)
 
     @property
     def output_size(self):
-        size = self._cell_output_size + self._attention_size
+        if self.output_attention is None:  # [h_t; a_t]
+            size = self._cell_output_size + self._attention_size
+        else:  # a_t or h_t
+            size = self._attention_size if self.output_attention else self._cell_output_size
         if self.return_attention_weights:
-            weights = self._weights_size()
-            if weights is None:
+            weights = self._layout.weights_sizes
+            if None in weights:
                 raise ValueError(
                     "AttentionRNNCell: return_attention_weights=True needs a memory of "
                     f"static length. Received value shape {self._memory_shapes['value_shape']}"
                 )
-            size += weights
+            size += sum(weights)
         return size
 
+    def compute_output_shape(self, inputs_shape, states_shape=None):
+        batch = inputs_shape[0]
+        if states_shape is None:
+            states_shape = [(batch, size) for size in self.state_size]
+        return (batch, self.output_size), [tuple(shape) for shape in states_shape]
+
+    def compute_output_spec(self, inputs, states, training=None):
+        # A step keeps each state's shape and dtype (alignment states may be float32).
+        output_shape, _ = self.compute_output_shape(inputs.shape)
+        states = [keras.KerasTensor(s.shape, dtype=s.dtype) for s in states]
+        return keras.KerasTensor(output_shape, dtype=self.compute_dtype), states
+
     # ------------------------------------------------------------ build
-    def _build_memory(self, value_shape, key_shape):
-        self._memory_shapes = {"value_shape": tuple(value_shape), "key_shape": tuple(key_shape)}
-        if not self.attention.built:
-            self.attention.build((None, self._cell_output_size), value_shape, key_shape)
+    def _cell_input_size(self, input_size):
+        if self.cell_input_fn == "concat":
+            return input_size + self._attention_size
+        if self.cell_input_fn == "inputs":
+            return input_size
+        inputs = ops.zeros((1, input_size), self.compute_dtype)
+        attention = ops.zeros((1, self._attention_size), self.compute_dtype)
+        return self._cell_input(inputs, attention).shape[-1]
 
     def build(self, input_shape):
         if self._memory_shapes is None:
@@ -243,82 +212,68 @@ class AttentionRNNCell(keras.layers.Layer):
         self._input_size = input_shape[-1]
         # Sublayers may come back built from their own build configs on reload.
         if not self.cell.built:
-            self.cell.build((input_shape[0], input_shape[-1] + self._attention_size))
-        if self.attention_dense is not None and not self.attention_dense.built:
-            self.attention_dense.build((None, self._cell_output_size + self._context_size()))
-
-    def get_build_config(self):
-        config = super().get_build_config() or {}
-        if self._memory_shapes is not None:
-            config["memory_shapes"] = self._memory_shapes
-        return config
-
-    def build_from_config(self, config):
-        if self.built:
-            return
-        if "memory_shapes" in config:
-            self._build_memory(**config["memory_shapes"])
-        super().build_from_config(config)
+            self.cell.build((input_shape[0], self._cell_input_size(input_shape[-1])))
+        for layer, memory in zip(self._attention_layers, self._layout.memories):
+            if layer is not None and not layer.built:
+                layer.build((None, self._cell_output_size + memory.context_size))
 
     # ------------------------------------------------------------ state
     def initial_state(self, value, key=None, value_mask=None, cell_state=None):
         """The initial state list for `value` `(B, Tv, dv)` (and `key`).
 
-        Builds the attention on the memory's shapes, computes its key/value
+        Builds the attentions on the memory's shapes, computes their key/value
         projections once, and starts the wrapped cell from `cell_state` (a
-        list, e.g. the encoder's final states) or zeros.
+        list, e.g. the encoder's final states) or zeros. With a list of
+        attentions, `value`, `key` and `value_mask` are each one tensor for
+        all of them or a list with one per attention (TFA's mechanisms each
+        took their own `memory` and `memory_sequence_length`).
         """
-        key = value if key is None else key
-        self._build_memory(value.shape, key.shape)
-        # Masked positions are zeroed before projection: whatever they hold
-        # never reaches an output or a gradient.
-        key_features, value_features = self.attention.project_memory(key, value, value_mask)
-        # Zeros shaped from `value` itself, so that symbolic batch sizes work.
-        per_key = ops.zeros_like(ops.cast(value[..., 0], self.compute_dtype))  # (B, Tv)
-        per_row = per_key[:, :1]  # (B, 1)
-        if value_mask is None:
-            value_mask = ops.ones_like(per_key)
+        count, multiple = len(self._attentions), self._multiple
+        values = options.per_attention(value, count, multiple, "value")
+        keys = options.per_attention(key, count, multiple, "key")
+        keys = [v if k is None else k for v, k in zip(values, keys)]
+        masks = options.per_attention(value_mask, count, multiple, "value_mask")
+        self._build_memory(
+            [tuple(v.shape) for v in values] if multiple else tuple(values[0].shape),
+            [tuple(k.shape) for k in keys] if multiple else tuple(keys[0].shape),
+        )
+        weights, key_features, value_features, value_masks = [], [], [], []
+        per_row = None  # (B, 1) zeros
+        for attention, k, v, mask in zip(self._attentions, keys, values, masks):
+            # Masked positions are zeroed before projection: whatever they hold
+            # never reaches an output or a gradient.
+            features = attention.project_memory(k, v, mask)
+            key_features.append(features[0])
+            value_features.append(features[1])
+            # Zeros shaped from `v` itself, so that symbolic batch sizes work.
+            per_key = ops.zeros_like(ops.cast(v[..., 0], self.compute_dtype))  # (B, Tv)
+            value_masks.append(ops.ones_like(per_key) if mask is None else mask)
+            per_row = per_key[:, :1] if per_row is None else per_row
+            if attention.has_heads:
+                per_key = ops.repeat(per_key[:, None], attention.num_heads, axis=1)  # (B, H, Tv)
+            weights.append(per_key)
         if cell_state is None:
             cell_state = [ops.repeat(per_row, size, axis=1) for size in self._cell_state_sizes]
         cell_state = list(cell_state) if isinstance(cell_state, (list, tuple)) else [cell_state]
-        weights = per_key
-        if self.attention.has_heads:
-            weights = ops.repeat(per_key[:, None], self.attention.num_heads, axis=1)  # (B, H, Tv)
+        item = self._layout.item_or_tuple
         state = AttentionRNNState(
             cell_states=cell_state,
             attention=ops.repeat(per_row, self._attention_size, axis=1),
-            weights=weights,
-            keys=key_features,
-            values=value_features,
-            mask=value_mask,
+            weights=item(weights),
+            keys=item(key_features),
+            values=item(value_features),
+            mask=item(value_masks),
             output=ops.repeat(per_row, self.output_size, axis=1),
         )
-        return self.pack_state(state)  # the alignment state starts as the attention says
+        return self.pack_state(state)  # the alignment states start as the attentions say
 
     def unpack_state(self, states):
         """The flat state list of this cell as an `AttentionRNNState`.
 
-        The memory mask comes back boolean. Works on the states that
+        The memory masks come back boolean. Works on the states that
         `initial_state` returns and on those a step of the cell returns.
         """
-        states = list(states)
-        count = len(self._cell_state_sizes)
-        names = self._alignment_keys
-        if len(states) != count + 6 + len(names):
-            alignment = f", then the alignment state {names}" if names else ""
-            raise ValueError(
-                f"AttentionRNNCell: expected {count + 6 + len(names)} states (the previous "
-                f"output, {count} of the wrapped cell, then attention, weights, keys, values, "
-                f"mask{alignment}). Received: {len(states)} states"
-            )
-        output, cell_states = states[0], states[1 : count + 1]
-        attention, weights, keys, values, mask = states[count + 1 : count + 6]
-        keys, values = self._restore(keys, "keys"), self._restore(values, "values")
-        weights = self._restore(weights, "weights")
-        alignment = dict(zip(names, states[count + 6 :])) or None  # None: an empty state
-        return AttentionRNNState(
-            cell_states, attention, weights, keys, values, ops.greater(mask, 0.5), output, alignment
-        )
+        return self._require_layout("unpack_state").unpack(states)
 
     def pack_state(self, state):
         """The flat state list (what `keras.layers.RNN` carries) of an `AttentionRNNState`."""
@@ -327,127 +282,115 @@ class AttentionRNNCell(keras.layers.Layer):
                 "AttentionRNNCell.pack_state: expected an AttentionRNNState. "
                 f"Received: {type(state).__name__}"
             )
-        cell_states = state.cell_states
-        if not isinstance(cell_states, (list, tuple)):
-            cell_states = [cell_states]
-        mask = ops.cast(state.mask, self.compute_dtype)
-        output = state.output
-        if output is None:
-            output = ops.zeros((ops.shape(state.attention)[0], self.output_size), mask.dtype)
-        # Every state is carried as (B, n): Keras's RNN on JAX masks a step
-        # with a (B, 1) `where`, which does not broadcast against rank-3 or
-        # rank-4 states (keys, values, multi-head weights).
-        self._state_dims = {
-            "keys": (tuple(state.keys.shape[1:-2]), tuple(state.keys.shape[-1:])),
-            "values": (tuple(state.values.shape[1:-2]), tuple(state.values.shape[-1:])),
-            "weights": (tuple(state.weights.shape[1:-1]), ()),
-        }
-        memory = [_flatten(state.keys), _flatten(state.values), mask]
-        alignment = state.alignment
-        if alignment is None:
-            alignment = self.attention.initial_alignment_state(mask, ops.greater(mask, 0.5))
-        alignment = [alignment[name] for name in self._alignment_keys]  # (B, n) each
-        return [output, *cell_states, state.attention, _flatten(state.weights), *memory, *alignment]
-
-    def _restore(self, flat, name):
-        """A `(B, n)` state back to its `(B, [H,] Tv[, d])` shape."""
-        lead, last = self._state_dims[name]
-        if not lead and not last:
-            return flat
-        return ops.reshape(flat, (ops.shape(flat)[0], *lead, -1, *last))
+        layout = self._require_layout("pack_state")
+        return layout.pack(self._complete(state), self.compute_dtype)
 
     def attention_weights(self, states):
-        """The last step's attention weights `(B, Tv)` or `(B, H, Tv)` of a state list."""
+        """The last step's attention weights `(B, [H,] Tv)` of a state list (a tuple: one each)."""
         return self.unpack_state(states).weights
 
-    def get_initial_state(self, batch_size=None):
-        raise ValueError(
-            "AttentionRNNCell needs its memory in the initial state: pass "
-            "`initial_state=cell.initial_state(encoder_outputs, value_mask=...)` "
-            "to keras.layers.RNN, or call the cell with those states."
-        )
+    def alignment_history(self, outputs):
+        """Each attention's weights `(..., [H,] Tv)` out of outputs `(..., output_size)`.
 
-    # ------------------------------------------------------------ noise
-    def append_step_noise(self, sequences, memory, training=None):
-        """`sequences` `(B, T, d)` with the attention's draws of each step appended.
-
-        An attention that draws noise in training (monotonic attention's
-        `sigmoid_noise`) would draw it at every step, inside the RNN's loop,
-        which JAX cannot do (a `SeedGenerator` advanced inside `lax.scan`
-        leaks the new seed out of the loop body). `AttentionRNN` calls this
-        before its loop, on every backend: the draws `(B, T, Tv)` ride in
-        the step inputs, one slice a step, and `call` splits them off and
-        hands them to `attention.step`; `reset_step_noise` ends that. Returns
-        `sequences` unchanged when the attention draws nothing.
+        TFA's `alignment_history`: with `return_attention_weights=True`, the
+        outputs of `keras.layers.RNN(cell, return_sequences=True)` `(B, T, ·)`
+        give `(B, T, [H,] Tv)` per attention (a tuple with a list of them).
         """
-        self._noise_in_inputs = False
-        memory = ops.convert_to_tensor(memory)
-        shape = (ops.shape(sequences)[1], ops.shape(memory)[0], ops.shape(memory)[1])
-        noise = self.attention.draw_noise(shape, training)  # (T, B, Tv) or None
-        if noise is None:
-            return sequences
-        self._noise_in_inputs = True
-        noise = ops.cast(ops.moveaxis(noise, 0, 1), sequences.dtype)  # (B, T, Tv)
-        return ops.concatenate([sequences, noise], -1)
-
-    def reset_step_noise(self):
-        """Step inputs carry no noise again (after the loop `append_step_noise` fed)."""
-        self._noise_in_inputs = False
+        if not self.return_attention_weights:
+            validation.fail(
+                "AttentionRNNCell", "return_attention_weights",
+                "True for `alignment_history` (the weights ride in the outputs)", False,
+            )  # fmt: skip
+        return self._layout.split_weights(outputs)
 
     # ------------------------------------------------------------ step
-    def call(self, inputs, states, training=None):
-        count = len(self._cell_state_sizes)
-        # The layout of `pack_state`, read in place: `unpack_state`'s cast of
-        # the mask would cost a comparison per step for nothing.
-        cell_states, previous_attention = list(states[1 : count + 1]), states[count + 1]
-        flat_keys, flat_values, memory_mask = states[count + 3 : count + 6]
-        alignment = dict(zip(self._alignment_keys, states[count + 6 :]))
-        extra = {}
-        if self._noise_in_inputs:  # this step's draws (append_step_noise)
-            inputs, noise = inputs[:, : self._input_size], inputs[:, self._input_size :]
-            extra["noise"] = noise
-        key_features = self._restore(flat_keys, "keys")
-        value_features = self._restore(flat_values, "values")
-        cell_input = ops.concatenate([inputs, ops.cast(previous_attention, inputs.dtype)], -1)
-        cell_output, new_cell_states = self.cell(cell_input, cell_states, training=training)
-        if not isinstance(new_cell_states, (list, tuple)):
-            new_cell_states = [new_cell_states]
-        context, weights, alignment = self.attention.step(
-            cell_output,
-            key_features,
-            value_features,
-            value_mask=ops.greater(memory_mask, 0.5),
-            alignment_state=alignment,
-            training=training,
-            **extra,
-        )  # (B, dv), (B, Tv) or (B, H, Tv), the next alignment state
-        attention = context
-        if self.attention_dense is not None:
-            attention = self.attention_dense(ops.concatenate([cell_output, context], -1))
-        outputs = [cell_output, attention]
+    def _cell_input(self, inputs, attention):
+        function = options.CELL_INPUT_FNS.get(self.cell_input_fn, self.cell_input_fn)
+        return function(inputs, attention)
+
+    def step(self, inputs, state, training=None):
+        """One decoding step by name: `(output (B, output_size), next AttentionRNNState)`.
+
+        `inputs` is `(B, d_in)`; `state` an `AttentionRNNState` (from
+        `unpack_state`, or built by hand with `alignment=None` for the initial
+        alignment states). `cell(inputs, states)` is the same step on the flat
+        list that `keras.layers.RNN` carries.
+        """
+        if not isinstance(state, AttentionRNNState):
+            validation.fail(
+                "AttentionRNNCell", "state", "an AttentionRNNState (unpack_state turns a "
+                "flat state list into one)", type(state).__name__, error=TypeError,
+            )  # fmt: skip
+        self._require_layout("step")
+        if not self.built:
+            self.build(tuple(inputs.shape))
+        return self._step(inputs, self._complete(state), training)
+
+    def _step(self, inputs, state, training=None, noise=None):
+        previous = ops.cast(state.attention, inputs.dtype)
+        cell_output, cell_states = self.cell(
+            self._cell_input(inputs, previous), list(state.cell_states), training=training
+        )
+        if not isinstance(cell_states, (list, tuple)):
+            cell_states = [cell_states]
+        noise = noise or [None] * len(self._attentions)
+        attentions, weights, alignments = [], [], []
+        entries = self._layout.entries(state)
+        for attention, layer, draw, (keys, values, mask, alignment) in zip(
+            self._attentions, self._attention_layers, noise, entries
+        ):
+            context, weights_i, alignment = attention.step(
+                cell_output, keys, values, value_mask=ops.cast(mask, "bool"),
+                alignment_state=alignment, training=training,
+                **({} if draw is None else {"noise": draw}),
+            )  # fmt: skip  # (B, d), (B, [H,] Tv), the next alignment state
+            if layer is not None:
+                context = layer(ops.concatenate([cell_output, context], -1))
+            attentions.append(context)
+            weights.append(weights_i)
+            alignments.append(alignment or None)
+        attention = ops.concatenate(attentions, -1) if len(attentions) > 1 else attentions[0]
+        outputs = {None: [cell_output, attention], True: [attention], False: [cell_output]}
+        outputs = outputs[self.output_attention]
         if self.return_attention_weights:
             # The static size: with a symbolic batch, (B, -1) is (None, None) in a
             # TensorFlow graph, and the output then changes shape inside the RNN's loop.
-            outputs.append(ops.reshape(weights, (-1, self._weights_size())))  # (B, [H*]Tv)
-        output = ops.concatenate(outputs, -1)
-        new_states = [
-            output,
-            *new_cell_states,
-            attention,
-            _flatten(weights),
-            flat_keys,
-            flat_values,
-            memory_mask,
-            *[alignment[name] for name in self._alignment_keys],
-        ]
-        return output, new_states
+            for weights_i, size in zip(weights, self._layout.weights_sizes):
+                outputs.append(ops.reshape(weights_i, (-1, size)))  # (B, [H*]Tv)
+        output = ops.concatenate(outputs, -1) if len(outputs) > 1 else outputs[0]
+        item = self._layout.item_or_tuple
+        new_state = AttentionRNNState(
+            list(cell_states), attention, item(weights), state.keys, state.values, state.mask,
+            output, item(alignments),
+        )  # fmt: skip
+        return output, new_state
+
+    def call(self, inputs, states, training=None):
+        state = self._layout.unpack(states)
+        noise = None
+        if any(self._noise_in_inputs):  # this step's draws (append_step_noise)
+            inputs, noise = self._split_noise(inputs, state)
+        output, new_state = self._step(inputs, state, training, noise)
+        # The memory entries never change: the incoming flat ones are carried on.
+        return output, self._layout.pack(new_state, self.compute_dtype, carry=states)
 
     def get_config(self):
         config = super().get_config()
+        serialize = keras.layers.serialize
+        attention_layer = self.attention_layer
+        if attention_layer is not None:
+            attention_layer = [serialize(x) for x in self._attention_layers]
+            attention_layer = attention_layer if self._multiple else attention_layer[0]
         config.update(
-            cell=keras.layers.serialize(self.cell),
-            attention=keras.layers.serialize(self.attention),
+            cell=serialize(self.cell),
+            attention=[serialize(x) for x in self._attentions]
+            if self._multiple
+            else serialize(self.attention),
             attention_layer_size=self.attention_layer_size,
             return_attention_weights=self.return_attention_weights,
+            cell_input_fn=options.serialize_cell_input_fn(self.cell_input_fn),
+            output_attention=self.output_attention,
+            attention_layer=attention_layer,
+            attention_activation=keras.activations.serialize(self.attention_activation),
         )
         return config

@@ -40,7 +40,8 @@ class BahdanauAttention(KernelArgsMixin, ContentAttention):
 
     Call arguments and returns: the contract of `BaseAttention`; the context
     is `(B, Tq, dv)` and the weights `(B, Tq, Tv)` (without `Tq` for a rank-2
-    query).
+    query). Over a grid memory `(B, *grid, d)` (an image's features), with a
+    `(B, *grid)` mask, the weights are `(B, Tq, *grid)` (`ContentAttention`).
 
     Example:
 
@@ -52,6 +53,9 @@ class BahdanauAttention(KernelArgsMixin, ContentAttention):
     >>> context, weights = layer(decoder, encoder, return_attention_scores=True)
     >>> tuple(context.shape), tuple(weights.shape)
     ((2, 3, 8), (2, 3, 5))
+    >>> image = np.random.rand(2, 4, 6, 8).astype("float32")  # (B, H', W', C)
+    >>> tuple(layer(decoder, image, return_attention_scores=True)[1].shape)
+    (2, 3, 4, 6)
 
     References:
         Bahdanau, Cho & Bengio, "Neural Machine Translation by Jointly

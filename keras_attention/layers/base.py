@@ -34,6 +34,7 @@ from keras import ops
 
 from keras_attention import masks as masks_lib
 from keras_attention import validation
+from keras_attention.layers import grid as grid_lib
 
 
 class BaseAttention(keras.layers.Layer):
@@ -64,6 +65,9 @@ class BaseAttention(keras.layers.Layer):
         The context `(B, Tq, d_out)` (or `(B, d_out)`), and with
         `return_attention_scores=True` also the float weights `(B, [H,] Tq,
         Tv)` (or `(B, [H,] Tv)`), after normalization and before dropout.
+        Layers with `accepts_grids` also take a grid memory, `(B, *grid, d)`
+        with masks `(B, *grid)` and `(B, [Tq,] *grid)`, and return weights
+        `(B, [Tq,] *grid)`.
     """
 
     # Whether the logits and weights carry a heads axis, (B, H, Tq, Tv), of
@@ -74,6 +78,11 @@ class BaseAttention(keras.layers.Layer):
     has_alignment_state = False
     # The names of the alignment state's tensors: none for content attention.
     alignment_state_keys = ()
+    # Whether the memory may be a grid, `(B, *grid, d)` (`ContentAttention`).
+    accepts_grids = False
+    # Whether N-D inputs of one rank attend over `self.attention_axes`
+    # (`MultiHead`, `keras.layers.MultiHeadAttention`'s meaning).
+    attends_axes = False
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -105,7 +114,7 @@ class BaseAttention(keras.layers.Layer):
                 "Received: an unbuilt layer"
             )
         if value_mask is not None:
-            keep = ops.expand_dims(ops.cast(value_mask, "bool"), -1)  # (B, Tv, 1)
+            keep = ops.expand_dims(ops.cast(value_mask, "bool"), -1)  # (B, Tv or *grid, 1)
             key, value = masks_lib.zero_masked(key, keep), masks_lib.zero_masked(value, keep)
         return self._project_memory(key, value)
 
@@ -149,7 +158,14 @@ class BaseAttention(keras.layers.Layer):
             value, value_mask = query, query_mask if value_mask is None else value_mask
         key = value if key is None else key
         validation.check_call(
-            self._owner, query, value, key, query_mask, value_mask, attention_mask
+            self._owner,
+            query,
+            value,
+            key,
+            query_mask,
+            value_mask,
+            attention_mask,
+            grids=self.accepts_grids,
         )
         self._validate_features(query, key, value)
         return value, key, query_mask, value_mask
@@ -181,6 +197,13 @@ class BaseAttention(keras.layers.Layer):
     ):
         # From the shapes alone, after the checks `call` makes: symbolic calls
         # (Functional models, Sequential without data) never trace the math.
+        if self.attends_axes and grid_lib.folds(self.attention_axes, query, value, key):
+            masks = dict(
+                query_mask=query_mask, value_mask=value_mask, attention_mask=attention_mask
+            )
+            return grid_lib.output_spec_over_axes(
+                self, query, value, key, dict(masks, mask=mask), return_attention_scores
+            )
         value, key, query_mask, value_mask = self._resolve_inputs(
             query, value, key, query_mask, value_mask, attention_mask, mask
         )
@@ -189,7 +212,7 @@ class BaseAttention(keras.layers.Layer):
         if not return_attention_scores:
             return context
         heads = (self.num_heads,) if self.has_heads else ()
-        weights_shape = (query.shape[0], *heads, *query.shape[1:-1], value.shape[1])
+        weights_shape = (query.shape[0], *heads, *query.shape[1:-1], *value.shape[1:-1])
         return context, keras.KerasTensor(weights_shape, dtype=self.compute_dtype)
 
     def _fail(self, argument, expected, received):

@@ -22,6 +22,11 @@ creates its weights in `build`, and overrides only:
 Validation (`keras_attention.validation`), masks, normalization, dropout,
 rank-2 queries, the choice of path and the optional weights output live here
 once. Its `step` is `attend` on one query, with an empty alignment state.
+
+A memory may be a grid, `(B, *grid, d)` (an image's features): `attend`
+flattens it to one axis of positions at its start and hands the weights back
+shaped like the grid (`keras_attention.layers.grid`), so every path and the
+step see a sequence.
 """
 
 import keras
@@ -31,6 +36,7 @@ from keras_attention import masks as masks_lib
 from keras_attention import memory_efficient
 from keras_attention import ops as attention_ops
 from keras_attention import validation
+from keras_attention.layers import grid as grid_lib
 from keras_attention.layers.base import BaseAttention
 from keras_attention.memory_efficient.paths import call_path
 
@@ -45,14 +51,17 @@ class ContentAttention(BaseAttention):
             softmax gradient backward).
         dropout: fraction of the attention weights dropped in training.
         seed: seed of the dropout.
-        implementation: `"auto"` (default), `"exact"` or `"chunked"`. The
-            exact path materializes the `(B, [H,] Tq, Tv)` weights; the
-            chunked path (`keras_attention.memory_efficient`) works on
-            `block_size` tiles with an online softmax and a recomputing
-            backward pass, in `O(Tq + Tv)` memory, for softmax attention
-            without returned weights. `"auto"` picks by backend, device and
-            size (`memory_efficient.choose_implementation`), and takes a
-            backend's fused kernel where one applies.
+        implementation: `"auto"` (default), `"exact"`, `"chunked"` or
+            `"fused"`. The exact path materializes the `(B, [H,] Tq, Tv)`
+            weights; the chunked path (`keras_attention.memory_efficient`)
+            works on `block_size` tiles with an online softmax and a
+            recomputing backward pass, in `O(Tq + Tv)` memory, for softmax
+            attention without returned weights; the fused path is the
+            backend's kernel (`keras.ops.dot_product_attention`), for the
+            calls it takes (`memory_efficient.fused_attention_refusal` says
+            why not; `"fused"` then raises). `"auto"` picks by backend,
+            device and size (`memory_efficient.choose_implementation`), and
+            takes a backend's fused kernel where one applies.
         block_size: queries and keys per tile of the chunked path; `None`
             means 512 for dot-product scores and 32 for additive scores.
         window: a sliding (local, banded) window, on every call and every
@@ -65,11 +74,16 @@ class ContentAttention(BaseAttention):
             outside the band.
         **kwargs: base `keras.layers.Layer` arguments (`name`, `dtype`, ...).
 
-    Call arguments and returns: those of `BaseAttention`. `step(query,
-    key_features, value_features, value_mask=None, alignment_state=None,
-    training=None)` returns `(context, weights, {})`: content attention reads
-    nothing from earlier steps.
+    Call arguments and returns: those of `BaseAttention`, whose memory may be
+    a grid: `value` and `key` `(B, *grid, d)`, `value_mask` `(B, *grid)`,
+    `attention_mask` `(B, [Tq,] *grid)` and weights `(B, [Tq,] *grid)` (its
+    positions in row-major order for `use_causal_mask` and `window`).
+    `step(query, key_features, value_features, value_mask=None,
+    alignment_state=None, training=None)` returns `(context, weights, {})`:
+    content attention reads nothing from earlier steps.
     """
+
+    accepts_grids = True
 
     def __init__(
         self,
@@ -113,7 +127,7 @@ class ContentAttention(BaseAttention):
         alignment_state=None,
         training=None,
     ):
-        """One `(B, dq)` query: `(context (B, d_out), weights (B, [H,] Tv), {})`."""
+        """One `(B, dq)` query: `(context (B, d_out), weights (B, [H,] Tv or *grid), {})`."""
         validation.step_query(self._owner, query)
         context, weights = self.attend(
             query,
@@ -149,6 +163,50 @@ class ContentAttention(BaseAttention):
         training=None,
         mask=None,
     ):
+        if self.attends_axes and grid_lib.folds(self.attention_axes, query, value, key):
+            masks = dict(
+                query_mask=query_mask,
+                value_mask=value_mask,
+                attention_mask=attention_mask,
+                use_causal_mask=use_causal_mask,
+                mask=mask,
+            )  # (B, *axes, d) -> (B·O, N, d), and back
+            return grid_lib.call_over_axes(
+                self,
+                self._call_sequence,
+                query,
+                value,
+                key,
+                masks,
+                return_attention_scores,
+                training,
+            )
+        return self._call_sequence(
+            query,
+            value,
+            key,
+            query_mask,
+            value_mask,
+            attention_mask,
+            use_causal_mask,
+            return_attention_scores,
+            training,
+            mask,
+        )
+
+    def _call_sequence(
+        self,
+        query,
+        value=None,
+        key=None,
+        query_mask=None,
+        value_mask=None,
+        attention_mask=None,
+        use_causal_mask=False,
+        return_attention_scores=False,
+        training=None,
+        mask=None,
+    ):
         value, key, query_mask, value_mask = self._resolve_inputs(
             query, value, key, query_mask, value_mask, attention_mask, mask
         )
@@ -170,6 +228,11 @@ class ContentAttention(BaseAttention):
     ):
         """Attend with memory from `project_memory`; same arguments as `call`."""
         single_step = len(query.shape) == 2
+        grid = grid_lib.memory_grid(key_features, value_features, self.has_heads)
+        if grid is not None:  # (B, *grid, ·) -> (B, N, ·), one axis of positions
+            key_features, value_features, value_mask, attention_mask = grid_lib.flatten_memory(
+                key_features, value_features, value_mask, attention_mask, grid, single_step
+            )
         allowed, factor = self._locality(query, key_features, value_mask)  # (B, [Tq,] Tv)
         attention_mask = masks_lib.combine_masks(attention_mask, allowed)
         if single_step:
@@ -224,6 +287,7 @@ class ContentAttention(BaseAttention):
                 scale=score.scale if score.scale is not None else 1.0,
                 query_mask=masks["query_mask"],
                 use_causal_mask=masks["use_causal_mask"],
+                window=masks["window"],
             )
         else:
             context = memory_efficient.chunked_attention(
@@ -242,6 +306,8 @@ class ContentAttention(BaseAttention):
         if single_step:  # (B, [H,] 1, ·) -> (B, [H,] ·)
             context = ops.squeeze(context, -2)
             weights = None if weights is None else ops.squeeze(weights, -2)
+        if grid is not None and weights is not None:
+            weights = grid_lib.unflatten(weights, grid)  # (B, [Tq,] *grid)
         # In the layer's compute dtype on every backend (a float64 Dense on
         # torch returns float32, `scores.matmul`).
         context = ops.cast(self._merge(context), self.compute_dtype)

@@ -41,7 +41,8 @@ class LuongAttention(KernelArgsMixin, ContentAttention):
 
     Call arguments and returns: the contract of `BaseAttention`; the context
     is `(B, Tq, dv)` and the weights `(B, Tq, Tv)` (without `Tq` for a rank-2
-    query). `"dot"` needs `dq == dk`.
+    query). `"dot"` needs `dq == dk`. Over a grid memory `(B, *grid, d)`,
+    with a `(B, *grid)` mask, the weights are `(B, Tq, *grid)`.
 
     Example:
 

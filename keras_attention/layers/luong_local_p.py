@@ -62,6 +62,8 @@ class LuongLocalPAttention(LuongAttention):
         Neural Machine Translation", EMNLP 2015, section 3.2.
     """
 
+    accepts_grids = False  # its predicted position lies on one axis
+
     def __init__(
         self,
         window_width=10,

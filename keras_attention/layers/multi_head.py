@@ -1,19 +1,18 @@
 import math
-import numbers
 
 import keras
 from keras import ops
 
-from keras_attention import masks as masks_lib
 from keras_attention import scores
 from keras_attention import validation
 from keras_attention.layers.content_attention import ContentAttention
+from keras_attention.layers.head_options import HeadOptionsMixin
 from keras_attention.layers.kernel_args import KernelArgsMixin
-from keras_attention.rotary import rotary_embedding
+from keras_attention.layers.kv_cache import KeyValueCacheMixin
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class MultiHead(KernelArgsMixin, ContentAttention):
+class MultiHead(HeadOptionsMixin, KeyValueCacheMixin, KernelArgsMixin, ContentAttention):
     """Multi-head attention (Vaswani et al., 2017), with grouped-query heads.
 
     Each of `H = num_heads` heads projects the query to `dk = key_dim`
@@ -57,6 +56,25 @@ class MultiHead(KernelArgsMixin, ContentAttention):
         window: a sliding window, as in `ContentAttention` (e.g. `window=4096`
             with `use_causal_mask=True`: Mistral's); `call_with_cache` applies
             it too, to the cached positions.
+        rope_scaling: context extension of the rotation (`rotary=True`):
+            None (default), `{"rope_type": "linear" | "dynamic", "factor":
+            s}` or `{"rope_type": "yarn", "factor": s,
+            "original_max_position_embeddings": L}` (optional `beta_fast`,
+            `beta_slow`, `truncate`): KerasHub's `rope_type`s, defined in
+            `keras_attention.rotary`.
+        use_gate: gate the heads' context by `sigmoid(W_g query)` before the
+            output projection (gated attention, Keras's `use_gate`).
+        qk_norm: RMS-normalize each head's queries and keys over `dk`, with a
+            learned `(dk,)` scale each (ones at first), before the rotation
+            (QK-norm as in Gemma 3 and Qwen 3; `keras_attention.heads`).
+        logit_soft_cap: None, or `c > 0`: logits `c · tanh(s / c)` before
+            masks and softmax (Gemma 2's 50). Not on the fused path.
+        attention_axes: the axes that attend, `keras.layers.MultiHeadAttention`'s
+            meaning: an int or a tuple, or None (default) for every axis but
+            the batch and the features (a sequence's). Inputs `(B, *axes,
+            d)` of one rank; the other axes act as batch axes; the weights
+            are `(B, *other, H, *query attended, *value attended)`
+            (`keras_attention.layers.grid`).
         **kwargs: base layer arguments.
 
     Call arguments and returns: the contract of `BaseAttention`; the context
@@ -78,10 +96,14 @@ class MultiHead(KernelArgsMixin, ContentAttention):
         Ainslie et al., "GQA: Training Generalized Multi-Query Transformer
         Models from Multi-Head Checkpoints", EMNLP 2023.
         Su et al., "RoFormer: Enhanced Transformer with Rotary Position
-        Embedding", 2021.
+        Embedding", 2021; Peng et al., "YaRN", ICLR 2024.
+        Gemma Team, "Gemma 2", 2024 (logit soft-capping); Qiu et al.,
+        "Gated Attention for Large Language Models", 2025.
     """
 
     has_heads = True
+    accepts_grids = False  # N-D inputs attend over `attention_axes` instead
+    attends_axes = True
 
     def __init__(
         self,
@@ -105,6 +127,11 @@ class MultiHead(KernelArgsMixin, ContentAttention):
         rotary=False,
         rotary_base=10000.0,
         window=None,
+        use_gate=False,
+        qk_norm=False,
+        logit_soft_cap=None,
+        rope_scaling=None,
+        attention_axes=None,
         **kwargs,
     ):
         super().__init__(
@@ -134,6 +161,10 @@ class MultiHead(KernelArgsMixin, ContentAttention):
         self.rotary_base = validation.positive_number("MultiHead", "rotary_base", rotary_base)
         if self.rotary and self.key_dim % 2:
             validation.fail("MultiHead", "key_dim", "even with rotary=True", key_dim)
+        self._set_head_options(use_gate, qk_norm, logit_soft_cap, rope_scaling)
+        self.attention_axes = validation.attention_axes(
+            "MultiHead", "attention_axes", attention_axes
+        )
         self._set_kernel_args(
             kernel_initializer,
             bias_initializer,
@@ -161,23 +192,30 @@ class MultiHead(KernelArgsMixin, ContentAttention):
         self.value_dense = self._dense(hkv * dv, "value", bias, value_shape[-1])
         output_dim = self.output_dim or query_shape[-1]
         self.output_dense = self._dense(output_dim, "output", bias, h * dv)
+        self._build_head_options(query_shape[-1])
 
     def _output_features(self, query_shape, value_shape):
         return self.output_dim or query_shape[-1]
 
     def _split_heads(self, x, heads):
         size = x.shape[-1] // heads
-        x = ops.reshape(x, (*ops.shape(x)[:-1], heads, size))  # (B, T, heads, d)
+        if isinstance(x, keras.KerasTensor) and None in x.shape[:-1]:
+            # Outside a layer's call (a memory projected in a Functional graph), an op
+            # records its arguments: a Reshape layer keeps the unknown sizes unknown.
+            x = keras.layers.Reshape((-1, heads, size))(x)  # (B, T, heads, d)
+        else:
+            x = ops.reshape(x, (*ops.shape(x)[:-1], heads, size))  # (B, T, heads, d)
         return ops.transpose(x, (0, 2, 1, 3))  # (B, heads, T, d)
 
     def _key_value_heads(self, key, value, positions=None):
         """`(B, Hkv, Tv, dk)` keys, rotated at `positions` (default `0..Tv-1`), and values."""
         key = self._split_heads(self.key_dense(key), self._kv_heads)  # (B, Hkv, Tv, dk)
         value = self._split_heads(self.value_dense(value), self._kv_heads)  # (B, Hkv, Tv, dv)
+        key = self._normalized(key, getattr(self, "key_norm", None))
         if self.rotary:
             if positions is None:
                 positions = ops.arange(ops.shape(key)[-2], dtype="int32")  # (Tv,)
-            key = rotary_embedding(key, positions, self.rotary_base)
+            key = self._rotated(key, positions)
         return key, value
 
     def _project_memory(self, key, value):
@@ -191,8 +229,10 @@ class MultiHead(KernelArgsMixin, ContentAttention):
     def _project_query(self, query):
         projected = self.query_dense(query)
         if len(query.shape) == 2:  # one step: (B, H, dk)
-            return ops.reshape(projected, (-1, self.num_heads, self.key_dim))
-        return self._split_heads(projected, self.num_heads)  # (B, H, Tq, dk)
+            projected = ops.reshape(projected, (-1, self.num_heads, self.key_dim))
+        else:
+            projected = self._split_heads(projected, self.num_heads)  # (B, H, Tq, dk)
+        return self._normalized(projected, getattr(self, "query_norm", None))
 
     def _score(self, query, key, query_positions=None):
         if self.rotary:
@@ -200,162 +240,18 @@ class MultiHead(KernelArgsMixin, ContentAttention):
                 query_length, key_length = ops.shape(query)[-2], ops.shape(key)[-2]
                 offset = ops.cast(key_length, "int32") - ops.cast(query_length, "int32")
                 query_positions = ops.arange(query_length, dtype="int32") + offset  # (Tq,)
-            query = rotary_embedding(query, query_positions, self.rotary_base)
-        return scores.DotScore(1.0 / math.sqrt(self.key_dim), self.key_dim), query, key, ()
+            query = self._rotated(query, query_positions)
+        scale = 1.0 / math.sqrt(self.key_dim)
+        return scores.DotScore(scale, self.key_dim, self.logit_soft_cap), query, key, ()
 
     def _merge(self, context):
-        if len(context.shape) == 3:  # one step: (B, H, dv) -> (B, H*dv), a rank-2 Dense
-            return self.output_dense(ops.reshape(context, (-1, self.num_heads * self._value_dim)))
+        """The heads side by side, `(B, Tq, H*dv)` (`(B, H*dv)` for one step); `attend`
+        then gates and projects them (`HeadOptionsMixin._output`)."""
+        if len(context.shape) == 3:  # one step: (B, H, dv) -> (B, H*dv), for a rank-2 Dense
+            return ops.reshape(context, (-1, self.num_heads * self._value_dim))
         context = ops.transpose(context, (0, 2, 1, 3))  # (B, Tq, H, dv)
         shape = (*ops.shape(context)[:-2], self.num_heads * self._value_dim)
-        context = ops.reshape(context, shape)  # (B, Tq, H*dv)
-        return self.output_dense(context)
-
-    # ------------------------------------------------------- decoding cache
-    def init_cache(self, batch_size, max_length, dtype=None):
-        """An empty key/value cache for `call_with_cache`: `(keys, values)` zeros.
-
-        Keys are `(B, Hkv, max_length, dk)` and values `(B, Hkv, max_length,
-        dv)`, one entry per key/value head (grouped-query heads share theirs),
-        in `dtype` (default: the layer's compute dtype). `batch_size` and
-        `max_length` are positive Python ints, or scalar integer tensors when
-        they are known only at run time (a search inside `tf.function` over
-        a batch of any size). The layer must be built for self-attention
-        (called once, or `layer.build(input_shape)`).
-        """
-        if not self.built:
-            validation.fail(
-                self._owner,
-                "layer",
-                "built before `init_cache` (call it once or use `layer.build(input_shape)`)",
-                "an unbuilt layer",
-            )
-        batch_size = self._size("batch_size", batch_size)
-        max_length = self._size("max_length", max_length)
-        dtype = keras.backend.standardize_dtype(dtype or self.compute_dtype)
-        shape = (batch_size, self._kv_heads, max_length)
-        return ops.zeros((*shape, self.key_dim), dtype), ops.zeros((*shape, self._value_dim), dtype)
-
-    def _size(self, name, value):
-        """A positive Python int, or a scalar integer tensor (known only when run)."""
-        return validation.int_or_scalar_tensor(self._owner, name, value)
-
-    def call_with_cache(self, query, cache, index, training=None):
-        """Causal self-attention of new tokens over the cache; returns `(context, cache)`.
-
-        Projects the `s` new tokens' keys and values (rotated at positions
-        `index..index+s-1` with `rotary=True`), writes them into the cache at
-        `index` (`ops.slice_update`), and lets token `i` attend to cached
-        positions `<= index + i` (with a `window`, only those inside its
-        window). The cache keeps its shape, so a compiled step
-        (`tf.function(jit_compile=True)`, `jax.jit`) is traced once. Step-by-step
-        outputs equal `layer(x, x, use_causal_mask=True)` row by row.
-
-        Args:
-            query: the new tokens `(B, s, d)` (a prompt, or one token), or
-                `(B, d)` for one token.
-            cache: `(keys, values)` from `init_cache` or a previous call.
-            index: position of the first new token: a Python int or a scalar
-                integer tensor. `index + s` must not exceed the cache length
-                (checked when both are Python ints; past it, `slice_update`'s
-                backend-specific clamping applies).
-            training: enables dropout on the weights.
-
-        Returns:
-            `(context, cache)`: context `(B, s, output_dim)` (or `(B,
-            output_dim)` for a rank-2 query) and the updated cache.
-        """
-        key_cache, value_cache = self._check_cache_call(query, cache, index)
-        single_step = len(query.shape) == 2
-        if single_step:
-            query = ops.expand_dims(query, 1)  # (B, 1, d)
-        steps = ops.shape(query)[1]
-        positions = ops.cast(index, "int32") + ops.arange(steps, dtype="int32")  # (s,)
-        keys, values = self._key_value_heads(query, query, positions)  # (B, Hkv, s, ·)
-        zero = ops.zeros((), "int32")
-        start = ops.stack([zero, zero, ops.cast(index, "int32"), zero])
-        key_cache = ops.slice_update(key_cache, start, ops.cast(keys, key_cache.dtype))
-        value_cache = ops.slice_update(value_cache, start, ops.cast(values, value_cache.dtype))
-        context = self._attend_cache(query, key_cache, value_cache, positions, training)
-        if single_step:
-            context = ops.squeeze(context, 1)  # (B, output_dim)
-        return context, (key_cache, value_cache)
-
-    def _attend_cache(self, query, key_cache, value_cache, positions, training):
-        """`(B, s, output_dim)` context of new tokens at `positions` over the whole cache."""
-        heads, group = self.num_heads, self.num_heads // self._kv_heads
-        query = self._project_query(query)  # (B, H, s, dk)
-        batch, steps = ops.shape(query)[0], ops.shape(query)[2]
-        # Head h reads key/value head h // G: the G query heads of a key/value
-        # head become G·s rows over its cache, which is never repeated.
-        query = ops.reshape(query, (batch, self._kv_heads, group * steps, self.key_dim))
-        rows = ops.tile(positions, (group,))  # (G*s,) the position of each row
-        score, query_in, key_in, params = self._score(query, key_cache, query_positions=rows)
-        logits = score.logits(score.prepare(query_in), key_in, *params)  # (B, Hkv, G*s, T)
-        cached = ops.arange(ops.shape(key_cache)[2], dtype="int32")  # (T,)
-        # (G*s, T): written, not in the future, and inside the sliding window.
-        visible = masks_lib.band_rule(rows, cached, 0, *masks_lib.key_band(True, self.window))
-        masks = dict(
-            query_mask=None,
-            value_mask=None,
-            attention_mask=visible[None],
-            use_causal_mask=False,
-            window=None,
-        )
-        dropout = self.dropout if training and self.dropout > 0 else 0.0
-        context, _ = self._normalize_and_sum(logits, value_cache, masks, dropout)
-        context = ops.reshape(context, (batch, heads, steps, self._value_dim))  # (B, H, s, dv)
-        return self._merge(context)
-
-    def _check_cache_call(self, query, cache, index):
-        if len(query.shape) not in (2, 3):
-            validation.fail(
-                self._owner,
-                "query",
-                "a (batch, [time,] features) tensor",
-                f"shape {tuple(query.shape)}",
-            )
-        if not isinstance(cache, (tuple, list)) or len(cache) != 2:
-            validation.fail(
-                self._owner,
-                "cache",
-                "the (keys, values) pair of `init_cache`",
-                type(cache).__name__,
-            )
-        key_cache, value_cache = cache
-        for name, tensor, size in zip(("keys", "values"), cache, (self.key_dim, self._value_dim)):
-            shape = tuple(tensor.shape)
-            if len(shape) != 4 or shape[-1] != size or shape[1] != self._kv_heads:
-                validation.fail(
-                    self._owner,
-                    f"cache {name}",
-                    f"shape (B, {self._kv_heads}, T, {size}) from `init_cache`",
-                    f"shape {shape}",
-                )
-        features = self.query_dense.kernel.shape[0]
-        if query.shape[-1] != features or self.key_dense.kernel.shape[0] != features:
-            validation.fail(
-                self._owner,
-                "query",
-                f"{features} features, the size the layer "
-                "was built for, with keys and values from the query (self-attention)",
-                f"shape {tuple(query.shape)}",
-            )
-        if isinstance(index, numbers.Integral) or not hasattr(index, "shape"):
-            index = validation.integer(self._owner, "index", index, minimum=0)
-            steps = 1 if len(query.shape) == 2 else validation.static(query.shape[1])
-            length = validation.static(key_cache.shape[2])
-            if steps is not None and length is not None and index + steps > length:
-                validation.fail(
-                    self._owner,
-                    "index",
-                    f"at most {length} - {steps} (the cache "
-                    f"holds {length} positions, the query has {steps})",
-                    index,
-                )
-        else:
-            validation.int_or_scalar_tensor(self._owner, "index", index, minimum=0)
-        return key_cache, value_cache
+        return ops.reshape(context, shape)  # (B, Tq, H*dv)
 
     def get_config(self):
         config = super().get_config()
@@ -369,5 +265,7 @@ class MultiHead(KernelArgsMixin, ContentAttention):
             **self._kernel_config(),
             rotary=self.rotary,
             rotary_base=self.rotary_base,
+            **self._head_options_config(),
+            attention_axes=self.attention_axes,
         )
         return config

@@ -21,7 +21,9 @@ class ScaledDotProduct(ContentAttention):
 
     Call arguments and returns: the contract of `BaseAttention`, with queries
     and keys of the same size `dk`; the context is `(B, Tq, dv)` and the
-    weights `(B, Tq, Tv)` (without `Tq` for a rank-2 query).
+    weights `(B, Tq, Tv)` (without `Tq` for a rank-2 query). Over a grid
+    memory `(B, *grid, d)`, with a `(B, *grid)` mask, the weights are `(B,
+    Tq, *grid)`.
 
     Example:
 

@@ -47,6 +47,7 @@ from keras_attention.memory_efficient.paths import AUTO_CHUNKED_MIN_ELEMENTS_JAX
 from keras_attention.memory_efficient.paths import IMPLEMENTATIONS
 from keras_attention.memory_efficient.paths import choose_implementation
 from keras_attention.memory_efficient.paths import fused_attention_available
+from keras_attention.memory_efficient.paths import fused_attention_refusal
 
 __all__ = [
     "AUTO_CHUNKED_MIN_ELEMENTS",
@@ -59,5 +60,6 @@ __all__ = [
     "chunked_attention",
     "chunked_dot_product_attention",
     "fused_attention_available",
+    "fused_attention_refusal",
     "fused_dot_product_attention",
 ]

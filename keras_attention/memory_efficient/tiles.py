@@ -94,6 +94,11 @@ class Plan:
             return self.nq
         return _clip(_floor_div(last, self.bq) + 1, 0, self.nq)
 
+    def visited_fraction(self) -> float:
+        """The share of the `nq · nk` tiles the band leaves to compute (1.0 without one)."""
+        visited = sum(max(self.key_blocks(i) - self.first_key_block(i), 0) for i in range(self.nq))
+        return visited / (self.nq * self.nk)
+
 
 class TileMasks:
     """The call's mask pieces, padded once and sliced per tile."""

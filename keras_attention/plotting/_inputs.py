@@ -205,3 +205,88 @@ def prepare(
         source_tokens=_match_tokens(source_tokens, cols, tv, "source", "Tv"),
         target_tokens=_match_tokens(target_tokens, rows, tq, "target", "Tq"),
     )
+
+
+# ----------------------------------------------------------------------------
+# Attention over an image: weights (..., Tq, H', W') and the picture they cover
+# ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ImageAlignment:
+    """One example's weights over an image grid, padding removed, with its tokens."""
+
+    image: np.ndarray  # (H, W) or (H, W, C), floats in [0, 1]
+    weights: np.ndarray  # (heads, Tq, H', W')
+    tokens: list
+
+
+GRID_SHAPES = (
+    "(Tq, H', W'), (heads, Tq, H', W') with head=, or (B, Tq, H', W') / "
+    "(B, heads, Tq, H', W') with index="
+)
+
+
+def image_pixels(image: Any) -> np.ndarray:
+    """`image` `(H, W)` or `(H, W, C)` (C in 1, 3, 4) as floats in [0, 1].
+
+    Integers are read as 0..255; floats outside [0, 1] are rescaled by their
+    finite minimum and maximum; non-finite pixels become 0.
+    """
+    if not isinstance(image, np.ndarray):
+        image = keras.ops.convert_to_numpy(image)
+    image = np.asarray(image)
+    if image.ndim == 3 and image.shape[-1] == 1:
+        image = image[..., 0]
+    if image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[-1] not in (3, 4)):
+        raise ValueError(
+            "Expected image of shape (H, W) or (H, W, C) with C in 1, 3 or 4; "
+            f"received shape {image.shape}."
+        )
+    if not image.size:
+        raise ValueError(f"Expected a non-empty image; received shape {image.shape}.")
+    if np.issubdtype(image.dtype, np.integer) or image.dtype == bool:
+        return image.astype("float32") / (1.0 if image.dtype == bool else 255.0)
+    image = np.nan_to_num(image.astype("float32"), nan=0.0, posinf=0.0, neginf=0.0)
+    low, high = float(image.min()), float(image.max())
+    if low < 0.0 or high > 1.0:
+        image = (image - low) / (high - low) if high > low else np.zeros_like(image)
+    return image
+
+
+def prepare_image(
+    image: Any,
+    weights: Any,
+    tokens: Sequence[Any],
+    *,
+    index: int | None,
+    head: HeadSpec | None,
+    keep_heads: bool,
+    target_length: Any = None,
+    target_mask: Any = None,
+) -> ImageAlignment:
+    """Validates the inputs of the image plots; trims padded tokens (never grid cells)."""
+    w = to_numpy(weights)
+    batch = index is not None
+    extra = w.ndim - 3 - batch  # 1 with a heads axis, 0 without
+    if extra not in (0, 1):
+        raise ValueError(f"Expected weights of shape {GRID_SHAPES}; received shape {w.shape}.")
+    if extra and head is None and not keep_heads:
+        kind = "(B, heads, Tq, H', W')" if batch else "(heads, Tq, H', W') (or pass index=)"
+        raise ValueError(f"weights {w.shape} read as {kind} need head= (an index, 'mean', 'max').")
+    if not extra and head is not None:
+        raise ValueError(f"head= given but weights {w.shape} have no heads axis.")
+    grid = w.shape[-2:]
+    data = prepare(
+        w.reshape(*w.shape[:-2], -1),  # (..., Tq, H'*W')
+        [str(cell) for cell in range(int(np.prod(grid)))],
+        tokens,
+        index=index,
+        head=head,
+        keep_heads=keep_heads,
+        padding=Padding(target_length=target_length, target_mask=target_mask),
+    )
+    heads, rows = data.weights.shape[:2]
+    return ImageAlignment(
+        image=image_pixels(image),
+        weights=data.weights.reshape(heads, rows, *grid),  # (heads, Tq', H', W')
+        tokens=data.target_tokens,
+    )
