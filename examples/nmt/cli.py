@@ -1,4 +1,4 @@
-"""What the command lines share: one-line errors and warnings, integer flags, the decoding flags."""
+"""What the command lines share: one-line errors, warnings, integer, model and decoding flags."""
 
 from __future__ import annotations
 
@@ -58,3 +58,34 @@ def add_decoding_arguments(
         default=default_max_length,
         help="most output tokens",
     )
+
+
+DEFAULT_MODEL = "runs/nmt"
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--model DIR`` (repeatable: an ensemble of runs) and ``--average-checkpoints N``.
+
+    ``model_folders(args.model)`` gives the folders.
+    """
+    parser.add_argument(
+        "--model",
+        action="append",
+        help=f"a train.py output dir (default: {DEFAULT_MODEL}); repeat it to decode the "
+        "ensemble of several runs (the mean of their log-probabilities, "
+        "keras_attention.decoding.ensemble_step), which must share their vocabularies",
+    )
+    parser.add_argument(
+        "--average-checkpoints",
+        type=integer_at_least(1),
+        metavar="N",
+        help="decode with the element-wise mean of the weights of each run's last N trained "
+        "epochs (its checkpoints/, train.py --keep-checkpoints) instead of the best "
+        "epoch's: the last as trained, as Vaswani et al. 2017 average a run's last "
+        "checkpoints (after early stopping, they include the --patience epochs after the best)",
+    )
+
+
+def model_folders(given: list[str] | None) -> list[str]:
+    """The ``--model`` folders given, else ``[DEFAULT_MODEL]``."""
+    return list(given or [DEFAULT_MODEL])

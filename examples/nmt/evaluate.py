@@ -1,8 +1,11 @@
 """Scores a saved run on a split: ``python -m examples.nmt.evaluate --model runs/nmt``.
 
 The data and decoding flags default to the run's own settings (its
-``config.json``: dataset, test file, beam size, penalties, lengths); a flag
-given on the command line wins. Prints the metrics of
+``config.json``: dataset, test file, beam size, penalties, lengths; the first
+run's with several); a flag given on the command line wins. ``--model A
+--model B`` scores the ensemble of the runs (``examples.nmt.models.ensemble``),
+``--average-checkpoints N`` each run with the mean of its last N epochs'
+weights (``examples.nmt.runs.averaged_weights``). Prints the metrics of
 ``examples.nmt.evaluation.evaluate`` (BLEU, chrF, exact match, alignment
 accuracy; WER and PER for pronunciations) as JSON, then the BLEU line (the
 WER line for pronunciations).
@@ -18,6 +21,7 @@ import argparse
 import json
 from collections.abc import Sequence
 
+from examples.nmt import backend
 from examples.nmt import cli
 from examples.nmt import runs
 from examples.nmt.data import sources
@@ -35,11 +39,11 @@ def run_flags() -> set[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
-    """Scores a saved run (``model.keras`` + vocabularies) on a split."""
+    """Scores a saved run (``model.keras`` + vocabularies), or an ensemble of runs, on a split."""
     parser = argparse.ArgumentParser(
         prog="python -m examples.nmt.evaluate", description=main.__doc__
     )
-    parser.add_argument("--model", default="runs/nmt", help="a train.py output dir")
+    cli.add_model_arguments(parser)
     parser.add_argument("--split", default="test", choices=sources.SPLITS)
     parser.add_argument("--batch-size", type=cli.integer_at_least(1), default=256)
     parser.add_argument(
@@ -49,15 +53,18 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     )
     sources.add_arguments(parser)
     cli.add_decoding_arguments(parser)
+    backend.keep_tensorflow_on_the_host()  # on JAX or PyTorch the GPUs are theirs
     # The run's own data and decoding settings are the defaults (a flag given
     # wins): `--model runs/g2p` alone scores the pronunciation run on its test split.
-    config = runs.load_config(parser.parse_known_args(argv)[0].model) or {}
+    folders = cli.model_folders(parser.parse_known_args(argv)[0].model)
+    config = runs.load_config(folders[0]) or {}
     parser.set_defaults(**{key: config[key] for key in run_flags() if key in config})
     args = parser.parse_args(argv)
     try:
-        model, vocabularies = runs.load_run(args.model)
+        model, vocabularies = runs.load_runs(folders, args.average_checkpoints)
         if args.attention_mode is not None:
-            attentions.set_attention_mode(model, args.attention_mode)
+            for member in getattr(model, "members", (model,)):
+                attentions.set_attention_mode(member, args.attention_mode)
         split = sources.splits_from_args(args)[args.split]
     except (OSError, ValueError, cli.RunError) as error:
         cli.fail(parser.prog, str(error))

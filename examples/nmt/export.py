@@ -32,6 +32,13 @@ backend-neutral, so a JAX or PyTorch run ends by running
 ``python -m examples.nmt.export --model DIR`` in a TensorFlow process
 (``export_in_tensorflow``), which loads ``DIR/model.keras`` and the
 vocabularies and writes ``DIR/saved_model`` with the run's decoding settings.
+
+``--model A --model B --output DIR`` exports the ensemble of several runs
+(``examples.nmt.models.ensemble``: one SavedModel holding every run's
+weights, searching the mean of their log-probabilities), and
+``--average-checkpoints N --output DIR`` each run with the mean of its last N
+epochs' weights; both need ``--output``, so that a run's own
+``saved_model`` stays its best epoch alone.
 """
 
 from __future__ import annotations
@@ -178,21 +185,38 @@ def export_translator(
 SAVED_MODEL = "saved_model"
 
 
-def export_run(directory: str, path: str | None = None) -> str:
+def export_run(
+    directory: str | Sequence[str],
+    path: str | None = None,
+    average_checkpoints: int | None = None,
+) -> str:
     """Exports the run in ``directory`` (``model.keras``, vocabularies, ``config.json``).
 
     The decoding defaults are the run's (``--max-decode-length``,
     ``--max-length``, ``--beam-size``, ``--length-penalty``,
     ``--coverage-penalty``); ``path`` defaults to ``directory/saved_model``.
+    Several folders export their ensemble (``runs.load_runs``) with the first
+    run's defaults; ``average_checkpoints`` N, each run's last N epochs'
+    weights averaged. Both need a ``path``.
+
+    Raises:
+        RunError: no run, runs with other vocabularies, too few kept
+            epochs, or no ``path`` for an ensemble or an average.
     """
     from examples.nmt import runs  # noqa: PLC0415  (registers the models for loading)
 
-    model, vocabularies = runs.load_run(directory)
-    config = runs.load_config(directory) or {}
+    folders = [directory] if isinstance(directory, (str, os.PathLike)) else list(directory)
+    if path is None and (len(folders) > 1 or average_checkpoints is not None):
+        raise runs.RunError(
+            "an ensemble or --average-checkpoints needs --output: the run's own "
+            f"{SAVED_MODEL}/ stays its best epoch alone (translate.py uses it)"
+        )
+    model, vocabularies = runs.load_runs(folders, average_checkpoints)
+    config = runs.load_config(folders[0]) or {}
     return export_translator(
         model,
         vocabularies,
-        path or os.path.join(directory, SAVED_MODEL),
+        path or os.path.join(folders[0], SAVED_MODEL),
         config.get("max_decode_length") or 64,
         config.get("max_length"),
         beam_size=config.get("beam_size") or 1,
@@ -220,14 +244,18 @@ def export_in_tensorflow(directory: str, path: str | None = None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> str:
-    """Writes a run's SavedModel from its ``model.keras``, trained on any backend."""
+    """Writes a run's (or an ensemble's) SavedModel from ``model.keras``, of any backend."""
+    from examples.nmt import cli  # noqa: PLC0415
+
     parser = argparse.ArgumentParser(prog="python -m examples.nmt.export", description=main.__doc__)
-    parser.add_argument("--model", default="runs/nmt", help="a train.py output dir")
-    parser.add_argument("--output", help="the SavedModel's folder (default: MODEL/saved_model)")
+    cli.add_model_arguments(parser)
+    parser.add_argument(
+        "--output",
+        help="the SavedModel's folder (default: MODEL/saved_model; needed for several "
+        "--model or --average-checkpoints)",
+    )
     args = parser.parse_args(argv)
     import keras  # noqa: PLC0415
-
-    from examples.nmt import cli  # noqa: PLC0415
 
     if keras.backend.backend() != "tensorflow":
         cli.fail(
@@ -236,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> str:
             f"(received {keras.backend.backend()!r})",
         )
     try:
-        path = export_run(args.model, args.output)
+        path = export_run(cli.model_folders(args.model), args.output, args.average_checkpoints)
     except cli.RunError as error:
         cli.fail(parser.prog, str(error))
     print(f"SavedModel: {path}")

@@ -2,9 +2,15 @@
 
 Its file names (``OUTPUTS``), which settings a resumed run must share
 (``RESUME_IRRELEVANT``, ``prepare_output_dir``), loading a run (``load_run``,
-``load_config``) and writing its outputs safely (``write_json``,
-``write_history``, ``save_model``: to a temporary file, then renamed, so a
-killed process never leaves half a file).
+``load_config``), its last epochs' weights averaged (``averaged_weights``),
+several runs as one ensemble (``load_runs``), and writing its outputs safely
+(``write_json``, ``write_history``, ``save_model``, ``save_weights``: to a
+temporary file, then renamed, so a killed process never leaves half a file).
+
+``checkpoints/epoch_N.weights.npz`` hold the model weights after ``N``
+finished epochs (``model.get_weights()`` order, no optimizer state: about a
+third of an epoch's backup with Adam), the last
+``--keep-checkpoints`` of a run (``RunCheckpoint``).
 """
 
 from __future__ import annotations
@@ -20,11 +26,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import keras
+import numpy as np
 
 from examples.nmt import backend
 from examples.nmt.cli import RunError
 from examples.nmt.models import rnn as _rnn  # noqa: F401  (registers Seq2Seq for loading)
 from examples.nmt.models import transformer as _transformer  # noqa: F401  (registers it)
+from examples.nmt.models.decoding import Decoder
+from examples.nmt.models.ensemble import Ensemble
 from examples.nmt.text.vocabularies import Vocabularies
 
 CONFIG = "config.json"
@@ -32,6 +41,7 @@ MODEL = "model.keras"
 METRICS = "metrics.json"
 HISTORY = "history.csv"
 TRAINING = "training.json"
+CHECKPOINTS = "checkpoints"  # the last epochs' model weights, epoch_N.weights.npz
 # What a run writes into its folder; --overwrite deletes these and nothing else.
 OUTPUTS = (
     CONFIG,
@@ -56,6 +66,7 @@ OUTPUTS = (
     "backup",
     "logs",
     "checkpoint.weights.h5",
+    CHECKPOINTS,
 )
 # Flags added since a run's config.json may have been written, with the value they had.
 ADDED_FLAGS = {
@@ -92,17 +103,115 @@ RESUME_IRRELEVANT = frozenset(
         "length_penalty",
         "coverage_penalty",
         "max_decode_length",
+        "keep_checkpoints",
     }
 )
 
 
-def load_run(directory: str) -> tuple[keras.Model, Vocabularies]:
-    """``model.keras`` and the vocabularies of a train.py output dir."""
+def load_run(
+    directory: str, average_checkpoints: int | None = None
+) -> tuple[keras.Model, Vocabularies]:
+    """``model.keras`` and the vocabularies of a train.py output dir.
+
+    With ``average_checkpoints`` N, the model holds the element-wise mean of
+    the weights of the run's last N trained epochs (``averaged_weights``)
+    instead of the best epoch's.
+    """
     path = os.path.join(directory, MODEL)
     if not os.path.isfile(path):
         raise RunError(f"no trained model in {directory}: {path} does not exist")
     model = keras.saving.load_model(path, compile=False)
+    if average_checkpoints is not None:
+        model.set_weights(averaged_weights(directory, average_checkpoints))
     return model, Vocabularies.load(directory)
+
+
+def load_runs(
+    directories: Sequence[str], average_checkpoints: int | None = None
+) -> tuple[Decoder, Vocabularies]:
+    """``load_run`` of one run, or an ``Ensemble`` of several, with the first run's vocabularies.
+
+    The runs of an ensemble must share both vocabularies: the target one (the
+    members' log-probabilities are averaged token by token) and the source one
+    (they read the same source ids, and their attention is averaged over the
+    same source tokens).
+    """
+    loaded = [load_run(directory, average_checkpoints) for directory in directories]
+    if len(loaded) == 1:
+        return loaded[0]
+    first = loaded[0][1]
+    for directory, (_, vocabularies) in zip(directories[1:], loaded[1:]):
+        for side in ("target", "source"):
+            ours, theirs = getattr(first, side), getattr(vocabularies, side)
+            if type(ours) is not type(theirs) or tuple(ours.tokens) != tuple(theirs.tokens):
+                raise RunError(
+                    f"the runs of an ensemble must share the {side} vocabulary: {directory} "
+                    f"has another {side} vocabulary ({type(theirs).__name__} of "
+                    f"{len(theirs.tokens)} tokens) than {directories[0]} "
+                    f"({type(ours).__name__} of {len(ours.tokens)} tokens)"
+                )
+    return Ensemble([model for model, _ in loaded]), first
+
+
+def save_weights(model: keras.Model, path: str) -> None:
+    """``model.get_weights()`` (no optimizer state) as an ``.npz`` file, through a rename."""
+    temporary = f"{path}.tmp"
+    with open(temporary, "wb") as file:
+        np.savez(file, *model.get_weights())
+    os.replace(temporary, path)
+
+
+def read_weights(path: str) -> list[np.ndarray]:
+    """The arrays ``save_weights`` wrote, in ``model.get_weights()`` order."""
+    with np.load(path) as arrays:
+        return [arrays[f"arr_{index}"] for index in range(len(arrays.files))]
+
+
+def checkpoint_path(directory: str, epoch: int) -> str:
+    """``directory/checkpoints/epoch_N.weights.npz``: the weights after ``epoch`` epochs."""
+    return os.path.join(directory, CHECKPOINTS, f"epoch_{epoch}.weights.npz")
+
+
+def kept_epochs(directory: str) -> list[int]:
+    """The epochs whose weights ``directory/checkpoints`` keeps, in increasing order."""
+    names = glob.glob(os.path.join(glob.escape(directory), CHECKPOINTS, "epoch_*.weights.npz"))
+    epochs = [os.path.basename(name).split("_")[1].split(".")[0] for name in names]
+    return sorted(int(epoch) for epoch in epochs if epoch.isdigit())
+
+
+def averaged_weights(directory: str, count: int) -> list[np.ndarray]:
+    """The element-wise mean of the weights of the run's last ``count`` trained epochs.
+
+    "Last" as trained, not up to the best epoch: Vaswani et al. (2017) average
+    the last 5 checkpoints of a run, Popel and Bojar (2018) the last ones too;
+    the last epochs are those the learning rate has decayed over, and with
+    early stopping they include the ``--patience`` epochs after the best.
+    Arrays that are not floats (none in the example's models) are the last
+    epoch's.
+
+    Raises:
+        RunError: the run keeps fewer than ``count`` epochs.
+    """
+    epochs = kept_epochs(directory)
+    if len(epochs) < count:
+        kept = (
+            f"keeps the weights of {len(epochs)} epochs ({', '.join(map(str, epochs))})"
+            if epochs
+            else "keeps no epoch's weights (a run before --keep-checkpoints, or 0)"
+        )
+        raise RunError(
+            f"--average-checkpoints {count}: {directory} {kept} in {CHECKPOINTS}/; average "
+            f"at most {len(epochs)}, or train with --keep-checkpoints {count} or more"
+        )
+    last = [read_weights(checkpoint_path(directory, epoch)) for epoch in epochs[-count:]]
+    averaged = []
+    for arrays in zip(*last):  # one weight, from each of the last epochs
+        if np.issubdtype(arrays[-1].dtype, np.floating):
+            mean = np.mean(np.stack(arrays).astype("float64"), axis=0)
+            averaged.append(mean.astype(arrays[-1].dtype))
+        else:
+            averaged.append(arrays[-1])
+    return averaged
 
 
 def read_json(path: str) -> Any:

@@ -17,7 +17,10 @@ Tatoeba French->English. Everything goes to
   ``val_loss``, written when training is done);
 * ``attention_K.png`` / ``attention_K.html``: heat-maps of test sentences;
 * ``backup/`` (resumes a killed run, see ``examples.nmt.training.checkpointing``;
-  deleted when training is done), ``logs/`` (TensorBoard).
+  deleted when training is done), ``logs/`` (TensorBoard);
+* ``checkpoints/epoch_N.weights.npz``: the model weights of the last
+  ``--keep-checkpoints`` epochs (5), which ``--average-checkpoints`` of
+  ``evaluate``, ``translate`` and ``export`` average.
 
 A used ``--output-dir`` is refused unless it holds a run with the same
 settings (decoding, evaluation and export flags aside), which then resumes
@@ -166,6 +169,14 @@ def make_parser() -> argparse.ArgumentParser:
         help="initial logits bias: log target-token frequencies, or zeros",
     )
     parser.add_argument("--patience", type=at_least(0), default=2, help="early stopping, in epochs")
+    parser.add_argument(
+        "--keep-checkpoints",
+        type=at_least(0),
+        default=5,
+        help="keep the model weights of the last N epochs in checkpoints/ (no optimizer "
+        "state; each as large as the model's weights), for evaluate/translate/export "
+        "--average-checkpoints; 0 = none",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--mixed-precision", action="store_true", help="mixed_float16")
     parser.add_argument("--jit-compile", action="store_true", help="XLA for the train step")

@@ -3,9 +3,11 @@
     python -m examples.nmt.translate --model runs/nmt "May 9th, 1998" "the 3rd of june 2001"
     python -m examples.nmt.translate --model runs/nmt --input in.txt --output out.txt
     cat in.txt | python -m examples.nmt.translate --model runs/nmt --beam-size 4 > out.txt
+    python -m examples.nmt.translate --model runs/a --model runs/b --average-checkpoints 5 "..."
 
 Uses the exported SavedModel (``DIR/saved_model``, needs no model code) when
-there is one, else (or with ``--keras``) ``DIR/model.keras``; both run greedy
+there is one, else (or with ``--keras``, several ``--model`` runs decoded as
+an ensemble, or ``--average-checkpoints``) ``DIR/model.keras``; both run greedy
 or beam search, by default with the run's ``--beam-size``,
 ``--length-penalty`` (``--alpha``) and ``--coverage-penalty`` (``--beta``).
 Sentences on the command line: prints ``sentence<TAB>translation`` lines and
@@ -34,6 +36,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from examples.nmt import backend
 from examples.nmt import cli
 from examples.nmt import plots
 from examples.nmt import runs
@@ -80,18 +83,23 @@ def saved_model_translator(
 
 
 def keras_translator(
-    directory: str,
+    directory: str | Sequence[str],
     beam_size: int | None = None,
     length_penalty: float | None = None,
     coverage_penalty: float | None = None,
     max_length: int | None = None,
+    average_checkpoints: int | None = None,
 ) -> Translate:
     """Loads ``model.keras`` once; as ``saved_model_translator``, None = the run's setting.
 
     The same ``translator.translate`` as in the SavedModel, run from the code.
+    Several folders decode as an ensemble (``runs.load_runs``), with the
+    first run's settings; ``average_checkpoints`` N: each run with the mean of
+    its last N epochs' weights.
     """
-    model, vocabularies = runs.load_run(directory)
-    config = runs.load_config(directory) or {}
+    folders = [directory] if isinstance(directory, (str, os.PathLike)) else list(directory)
+    model, vocabularies = runs.load_runs(folders, average_checkpoints)
+    config = runs.load_config(folders[0]) or {}
 
     def setting(value: Any, name: str, default: Any) -> Any:
         return config.get(name, default) if value is None else value
@@ -194,14 +202,14 @@ def make_parser() -> argparse.ArgumentParser:
         prog="python -m examples.nmt.translate", description=main.__doc__
     )
     parser.add_argument("sentences", nargs="*", help="sentences to translate (else --input)")
-    parser.add_argument("--model", default="runs/nmt", help="a train.py output dir")
+    cli.add_model_arguments(parser)
     parser.add_argument(
         "--input", help="a UTF-8 file, one sentence a line; '-' (or a pipe) reads stdin"
     )
     parser.add_argument("--output", help="where translations of --input go (default: stdout)")
     at_least_one = cli.integer_at_least(1)
     parser.add_argument("--batch-size", type=at_least_one, default=64, help="sentences a batch")
-    parser.add_argument("--plots-dir", help="where heat-maps go (default: --model)")
+    parser.add_argument("--plots-dir", help="where heat-maps go (default: the first --model)")
     parser.add_argument(
         "--keras", action="store_true", help="use model.keras even if a SavedModel exists"
     )
@@ -218,6 +226,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Translates sentences given on the command line, or a file one line at a time."""
+    backend.keep_tensorflow_on_the_host()  # on JAX or PyTorch the GPUs are theirs
     parser = make_parser()
     args = parser.parse_args(argv)
     if args.input is None and not args.sentences and not sys.stdin.isatty():
@@ -228,13 +237,18 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         parser.error(f"argument --input: not allowed with sentences {args.sentences[:2]!r}")
     if args.output is not None and args.input is None:
         parser.error("argument --output: only with --input")
-    saved_model = os.path.join(args.model, "saved_model")
-    use_saved_model = os.path.isdir(saved_model) and not args.keras
-    if not use_saved_model and not os.path.isfile(os.path.join(args.model, runs.MODEL)):
-        parser.error(
-            f"argument --model: no trained run in {args.model!r} "
-            f"(neither {saved_model} nor {runs.MODEL})"
-        )
+    folders = cli.model_folders(args.model)
+    saved_model = os.path.join(folders[0], "saved_model")
+    # A run's SavedModel is its best epoch alone: an ensemble or an average needs the code.
+    alone = len(folders) == 1 and args.average_checkpoints is None
+    use_saved_model = alone and os.path.isdir(saved_model) and not args.keras
+    for folder in folders:
+        if not use_saved_model and not os.path.isfile(os.path.join(folder, runs.MODEL)):
+            found = "" if alone else " (an ensemble or --average-checkpoints needs it)"
+            parser.error(
+                f"argument --model: no trained run in {folder!r} (neither "
+                f"{os.path.join(folder, 'saved_model')} nor {runs.MODEL}{found})"
+            )
     try:
         lines = args.sentences if args.input is None else read_lines(args.input)
     except (OSError, UnicodeDecodeError) as error:
@@ -243,12 +257,18 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     if use_saved_model:
         translate = saved_model_translator(saved_model, args.max_decode_length, *settings)
     else:
-        translate = keras_translator(args.model, *settings, args.max_decode_length)
-    max_source_length = (runs.load_config(args.model) or {}).get("max_length", DEFAULT_MAX_LENGTH)
+        try:
+            translate = keras_translator(
+                folders, *settings, args.max_decode_length, args.average_checkpoints
+            )
+        except cli.RunError as error:
+            cli.fail(parser.prog, str(error))
+    config = runs.load_config(folders[0]) or {}
+    max_source_length = config.get("max_length", DEFAULT_MAX_LENGTH)
     if args.input is None:
         results = translate(lines)
         warn_about(lines, results, max_source_length)
-        paths = plots.plot_translations(results, args.plots_dir or args.model)
+        paths = plots.plot_translations(results, args.plots_dir or folders[0])
         for sentence, result in zip(lines, results):
             print(f"{sentence}\t{result['translation']}")
         print(f"Heat-maps: {', '.join(paths)}")

@@ -25,7 +25,9 @@ TensorFlow ops only (one graph), on JAX and PyTorch with the text steps (1 and
 
 A sentence without tokens translates to nothing (not to a guess): ``""``,
 score 0, no output tokens, zero attention. ``search`` is the example's one
-call into the searches.
+call into the searches. ``model`` may be an ``Ensemble`` of several runs'
+models (``examples.nmt.models.ensemble``): the same three steps, the search
+over the mean of their log-probabilities.
 """
 
 from __future__ import annotations

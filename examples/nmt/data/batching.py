@@ -102,6 +102,7 @@ def make_batches(
     with_alignment: bool = False,
     cache: bool | str = True,
     seed: int | None = 0,
+    passes: int = 1,
 ) -> tf.data.Dataset:
     """Batches of ``((source_ids, target_in_ids), target_out_ids)``.
 
@@ -124,6 +125,12 @@ def make_batches(
         cache: cache the encoded examples in memory (True) or in files with
             this prefix.
         seed: shuffle seed.
+        passes: with ``training``, this many passes over the data one after
+            another. With a ``seed``, pass ``i`` is shuffled with its own seed
+            (``seed * 1_000_003 + i``) whatever iterators were made before,
+            so a resumed run's stream (``skip``) is an uninterrupted run's on
+            every backend (Keras on JAX makes an iterator of its own first,
+            which would move a ``reshuffle_each_iteration`` order).
     """
     if with_alignment and "alignment" not in examples.element_spec:
         raise ValueError("Expected examples with an 'alignment'. Received none.")
@@ -138,11 +145,21 @@ def make_batches(
         encoded = encoded.cache("" if cache is True else cache)
     if training:
         boundaries = _bucket_boundaries(max_length)
-        batches = encoded.shuffle(_SHUFFLE_BUFFER, seed=seed).bucket_by_sequence_length(
-            _example_length,
-            boundaries,
-            [batch_size] * (len(boundaries) + 1),
-        )
+
+        def one_pass(index: int) -> tf.data.Dataset:
+            if seed is None:
+                shuffled = encoded.shuffle(_SHUFFLE_BUFFER)
+            else:
+                shuffled = encoded.shuffle(
+                    _SHUFFLE_BUFFER, seed=seed * 1_000_003 + index, reshuffle_each_iteration=False
+                )
+            return shuffled.bucket_by_sequence_length(
+                _example_length, boundaries, [batch_size] * (len(boundaries) + 1)
+            )
+
+        batches = one_pass(0)
+        for index in range(1, passes):
+            batches = batches.concatenate(one_pass(index))
     else:
         batches = encoded.padded_batch(batch_size)
     return batches.map(_model_inputs).prefetch(tf.data.AUTOTUNE)

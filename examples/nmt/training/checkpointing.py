@@ -11,7 +11,11 @@
    history rows and the training time. Renaming it commits the epoch;
 
 then rewrites ``history.csv`` from the history rows and deletes the files
-``state.json`` no longer names. A kill at any point leaves the state of the
+``state.json`` no longer names. With ``keep_checkpoints`` K > 0 it also
+writes the model weights (no optimizer state) of the epoch into the run's
+``checkpoints/epoch_N.weights.npz`` (``runs.save_weights``) before the
+commit, and deletes those older than the last K after it: they outlive
+``backup/``, for ``--average-checkpoints``. A kill at any point leaves the state of the
 last committed epoch whole. ``restore`` reloads it before ``fit``
 (``initial_epoch``) and ``on_train_begin`` hands the counters back to
 ``EarlyStopping``; the training batches of the resumed epochs are the same
@@ -23,13 +27,15 @@ the weights, Polyak averaging), validation scores the averages
 (``keras.callbacks.SwapEMAWeights``) and ``best_E.weights.h5`` holds them in
 the model's variables (the same callback swaps them in around the save:
 pass it as ``averages``), so ``restore_best``
-and ``model.keras`` give the averaged weights; ``epoch_N.weights.h5`` keeps
+and ``model.keras`` give the averaged weights, and so do the kept
+``checkpoints/``; ``epoch_N.weights.h5`` keeps
 the trained weights and their averages in place, so a resumed run goes on
 with both.
 """
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import time
@@ -52,9 +58,13 @@ class RunCheckpoint(keras.callbacks.Callback):
         history_path: str,
         monitor: str = "val_loss",
         averages: keras.callbacks.SwapEMAWeights | None = None,
+        run_directory: str | None = None,
+        keep_checkpoints: int = 0,
     ):
         super().__init__()
         self.directory = directory
+        self.run_directory = run_directory  # where checkpoints/ goes
+        self.keep_checkpoints = keep_checkpoints if run_directory is not None else 0
         self.early_stopping = early_stopping
         self.history_path = history_path
         self.monitor = monitor
@@ -96,17 +106,35 @@ class RunCheckpoint(keras.callbacks.Callback):
                 setattr(self.early_stopping, name, value)
 
     def _save_weights(self, name: str, averaged: bool = False) -> str:
+        temporary = os.path.join(self.directory, f"{name}.tmp.weights.h5")
+        with self._swapped(averaged):
+            self.model.save_weights(temporary)
+        os.replace(temporary, os.path.join(self.directory, f"{name}.weights.h5"))
+        return f"{name}.weights.h5"
+
+    @contextlib.contextmanager
+    def _swapped(self, averaged: bool):
+        """With ``averaged`` and ``--ema``: the averages in the model's variables meanwhile."""
         swap = self.averages if averaged else None
         if swap is not None:
             swap.on_test_begin()  # the averages into the model's variables
         try:
-            temporary = os.path.join(self.directory, f"{name}.tmp.weights.h5")
-            self.model.save_weights(temporary)
-            os.replace(temporary, os.path.join(self.directory, f"{name}.weights.h5"))
-            return f"{name}.weights.h5"
+            yield
         finally:
             if swap is not None:
                 swap.on_test_end()  # and the trained weights back
+
+    def _keep_epoch(self, epochs_done: int) -> None:
+        """The model weights of this epoch into ``checkpoints/`` (as validation scored them)."""
+        path = runs.checkpoint_path(self.run_directory, epochs_done)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with self._swapped(averaged=True):
+            runs.save_weights(self.model, path)
+
+    def _drop_old_epochs(self, epochs_done: int) -> None:
+        for epoch in runs.kept_epochs(self.run_directory):
+            if epoch <= epochs_done - self.keep_checkpoints or epoch > epochs_done:
+                os.remove(runs.checkpoint_path(self.run_directory, epoch))
 
     def on_epoch_end(self, epoch, logs=None):
         logs = dict(logs or {})
@@ -118,6 +146,8 @@ class RunCheckpoint(keras.callbacks.Callback):
                 best_value=value,
                 best_weights=self._save_weights(f"best_{epoch}", averaged=True),
             )
+        if self.keep_checkpoints:
+            self._keep_epoch(epoch + 1)
         stopping = self.early_stopping
         best = None if stopping.best is None else float(stopping.best)
         state.update(
@@ -138,6 +168,8 @@ class RunCheckpoint(keras.callbacks.Callback):
         for path in glob.glob(os.path.join(self.directory, "*")):
             if os.path.basename(path) not in keep:
                 os.remove(path)
+        if self.keep_checkpoints:
+            self._drop_old_epochs(epoch + 1)
 
     def restore_best(self, model: keras.Model) -> None:
         """Loads the best epoch's weights into ``model``."""

@@ -22,11 +22,13 @@ engine across machines.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from dataclasses import dataclass
 from typing import Any
 
 import keras
+import numpy as np
 
 from examples.nmt import backend
 from examples.nmt.cli import RunError
@@ -172,3 +174,26 @@ def wait_for_all(distributed: Distribution, name: str) -> None:
         from jax.experimental import multihost_utils  # noqa: PLC0415
 
         multihost_utils.sync_global_devices(name)
+
+
+def bytes_from_the_chief(distributed: Distribution, data: bytes) -> bytes:
+    """The chief's ``data`` in every process (what the others pass is ignored)."""
+    if distributed.processes == 1:
+        return data
+    from jax.experimental import multihost_utils  # noqa: PLC0415
+
+    sent = np.frombuffer(data, np.uint8)
+    size = int(multihost_utils.broadcast_one_to_all(np.int32(sent.size)))
+    sent = sent if distributed.is_chief else np.zeros(size, np.uint8)
+    return np.asarray(multihost_utils.broadcast_one_to_all(sent)).tobytes()
+
+
+def from_the_chief(distributed: Distribution, value: Any) -> Any:
+    """``value`` (JSON-able) as the chief has it, in every process.
+
+    The run folder is the chief's (the others write to temporary folders):
+    whether its training is done and how far a killed run got are its
+    answers, which the others need to train in step with it.
+    """
+    data = json.dumps(value).encode() if distributed.is_chief else b""
+    return json.loads(bytes_from_the_chief(distributed, data).decode())

@@ -6,7 +6,8 @@ devices and processes), starts the output bias from the
 target unigram frequencies (``--output-bias unigram``), keeps a moving
 average of the weights if ``--ema`` (validated and saved in their place), trains with
 ``RunCheckpoint`` (``examples.nmt.training.checkpointing``: a killed run resumes
-after its last finished epoch, on the same batches) and saves the best
+after its last finished epoch, on the same batches; the last
+``--keep-checkpoints`` epochs' weights stay in ``checkpoints/``) and saves the best
 epoch's ``model.keras``.
 """
 
@@ -35,6 +36,7 @@ from examples.nmt.models.rnn import build_model
 from examples.nmt.models.transformer import build_transformer
 from examples.nmt.text.vocabularies import Vocabularies
 from examples.nmt.training import distribution
+from examples.nmt.training.checkpointing import STATE
 from examples.nmt.training.checkpointing import RunCheckpoint
 
 
@@ -121,6 +123,32 @@ def compiled_model(
     return model
 
 
+def backup_from_the_chief(distributed: distribution.Distribution, backup: str) -> None:
+    """With several processes, the chief's backup of a killed run, copied to the others.
+
+    Only the chief keeps the run; the others must resume from the same epoch
+    and weights, and load them as it does (with several processes, each
+    assignment to a variable is a collective step of all of them).
+    """
+    if distributed.processes == 1:
+        return
+    state = distribution.from_the_chief(distributed, RunCheckpoint.load_state(backup))
+    if state is None:
+        return
+    for name in sorted({state["weights"], state["best_weights"]} - {None}):
+        path = os.path.join(backup, name)
+        data = b""
+        if distributed.is_chief:
+            with open(path, "rb") as file:
+                data = file.read()
+        data = distribution.bytes_from_the_chief(distributed, data)
+        if not distributed.is_chief:
+            with open(path, "wb") as file:
+                file.write(data)
+    if not distributed.is_chief:
+        runs.write_json(state, os.path.join(backup, STATE))
+
+
 def fit(
     args: argparse.Namespace,
     splits: Splits,
@@ -141,6 +169,17 @@ def fit(
         )
         for name in ("train", "validation")
     }
+    # The batches of every epoch, one after another (the passes' orders do not depend on
+    # how many iterators Keras makes, so a resumed run skips to the same batches).
+    stream = make_batches(
+        splits["train"],
+        vocabularies,
+        args.batch_size,
+        training=True,
+        max_length=args.max_length,
+        seed=args.seed,
+        passes=args.epochs + 1,  # bucketing: a pass may hold a few batches fewer
+    )
     steps_per_epoch = count_batches(batches["train"])
     validation_steps = count_batches(batches["validation"])  # no "ran out of data" warning
     backup = os.path.join(out, "backup")
@@ -149,13 +188,18 @@ def fit(
     # With --ema: the averages in the model's variables for validation and the best epoch's file.
     averages = keras.callbacks.SwapEMAWeights() if args.ema else None
     checkpoint = RunCheckpoint(
-        backup, early_stopping, os.path.join(out, runs.HISTORY), averages=averages
+        backup,
+        early_stopping,
+        os.path.join(out, runs.HISTORY),
+        averages=averages,
+        run_directory=out,
+        keep_checkpoints=args.keep_checkpoints,  # the last epochs' weights, in checkpoints/
     )
 
     if args.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_float16")
     distributed = distributed or distribution.Distribution()
-    fed = dict(batches)
+    fed = {"train": stream, "validation": batches["validation"]}
     if backend.compiles_per_shape():  # full batches, split evenly over the replicas
         rows = -(-args.batch_size // distributed.replicas) * distributed.replicas
         fed = {name: pad_batches(fed[name], rows, backend.LENGTH_BUCKET) for name in fed}
@@ -163,6 +207,7 @@ def fit(
     try:
         with distributed.scope():
             model = compiled_model(args, vocabularies, batches["train"], steps_per_epoch)
+            backup_from_the_chief(distributed, backup)
             done = checkpoint.restore(model)
         print(
             f"Training {model.name}: {model.count_params():,} parameters, "
@@ -170,11 +215,11 @@ def fit(
         )
         if done:
             print(f"Resuming after epoch {done} (backup in {backup}).")
-        # Repeated: bucketing makes the batch count vary a little by epoch. A
+        # Every epoch's batches: bucketing makes the batch count vary a little by pass. A
         # resumed run skips the batches of the finished epochs, so that it
         # trains on the same batches as an uninterrupted one.
         model.fit(
-            fed["train"].repeat().skip(done * steps_per_epoch),
+            fed["train"].skip(done * steps_per_epoch),
             steps_per_epoch=steps_per_epoch,
             validation_data=fed["validation"].repeat(),
             validation_steps=validation_steps,

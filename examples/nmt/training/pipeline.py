@@ -74,7 +74,14 @@ def train(
     splits = load_splits(args)
     vocabularies = run_vocabularies(args, splits["train"], resuming)
     training_path = os.path.join(args.output_dir, runs.TRAINING)
-    if resuming and os.path.isfile(training_path):
+    # The chief's folder is the run's: the others learn from it whether training is done.
+    trained = distribution.from_the_chief(distributed, resuming and os.path.isfile(training_path))
+    if trained and distributed.strategy == "data":  # the chief evaluates and exports alone
+        keras.distribution.set_distribution(None)
+        if not distributed.is_chief:
+            distribution.wait_for_all(distributed, "finished")
+            return {}
+    if trained:
         print(f"Training of the run in {args.output_dir} is done: evaluating and exporting it.")
         model, _ = runs.load_run(args.output_dir)
         with open(training_path, encoding="utf-8") as file:

@@ -25,6 +25,7 @@ tf = pytest.importorskip("tensorflow")
 
 import tiny  # noqa: E402
 
+from examples.nmt import runs  # noqa: E402
 from examples.nmt import train  # noqa: E402
 from examples.nmt import translate  # noqa: E402
 
@@ -51,6 +52,7 @@ def test_train_export_reload_translate(finished_tiny_run, tmp_path):
     assert "case:mixed" in saved["bleu_signature"] and "tok:13a" in saved["bleu_signature"]
     assert saved["chrf_signature"].startswith("nrefs:1|case:mixed")
     assert not (out / "backup").exists()  # a finished run leaves no backup
+    assert runs.kept_epochs(str(out)) == [1]  # but keeps its last epochs' weights
 
     sentences = ["May 9th, 1998", "the 3rd of june 2001"]
     exported = translate.main(["--model", str(out), "--plots-dir", str(tmp_path), *sentences])
@@ -67,6 +69,12 @@ def test_train_export_reload_translate(finished_tiny_run, tmp_path):
         ]
     )
     assert [r["translation"] for r in exported] == [r["translation"] for r in reloaded]
+    # Its one epoch is its best: averaging the last one is model.keras.
+    averaged = translate.main(
+        ["--model", str(out), "--average-checkpoints", "1", "--max-decode-length", "12"]
+        + ["--plots-dir", str(tmp_path / "averaged"), *sentences]
+    )
+    assert [r["translation"] for r in averaged] == [r["translation"] for r in reloaded]
     # Natural ISO-style text from the character vocabulary: no spaces between digits.
     for result in exported:
         assert re.fullmatch(r"[0-9-]+", result["translation"]), result["translation"]
@@ -97,6 +105,12 @@ def test_transformer_trains_exports_and_draws_every_head(date_data_dir, tmp_path
         ["--model", str(out), "--keras", "--max-decode-length", "12", *sentences]
     )
     assert [r["translation"] for r in exported] == [r["translation"] for r in reloaded]
+    # Its one epoch is its best: averaging the last one is model.keras.
+    averaged = translate.main(
+        ["--model", str(out), "--average-checkpoints", "1", "--max-decode-length", "12"]
+        + ["--plots-dir", str(tmp_path / "averaged"), *sentences]
+    )
+    assert [r["translation"] for r in averaged] == [r["translation"] for r in reloaded]
 
 
 @pytest.mark.parametrize(

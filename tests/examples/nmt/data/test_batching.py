@@ -55,6 +55,27 @@ def test_make_batches_truncates_and_buckets():
     assert all(np.array_equal(a[1], b[1]) for a, b in zip(batches, again, strict=True))  # Seeded.
 
 
+def test_training_passes_keep_their_order_whatever_iterators_came_before():
+    """A resumed run skips to the same batches: Keras on JAX makes an iterator of its own first."""
+    sentences = [" ".join(["w"] * (n % 12 + 1)) + f" x{n}" for n in range(48)]
+    examples = tf.data.Dataset.from_tensor_slices({"source": sentences, "target": sentences})
+    vocabs = build_vocabularies(examples)
+    batches = batching.make_batches(examples, vocabs, batch_size=4, training=True, passes=3)
+    first = [b[1] for b in batches.as_numpy_iterator()]
+    next(iter(batches))  # one more iterator, as Keras's JAX trainer makes to build the model
+    again = [b[1] for b in batches.as_numpy_iterator()]
+    assert len(first) == len(again) and all(np.array_equal(a, b) for a, b in zip(first, again))
+    one_pass = len(list(batching.make_batches(examples, vocabs, batch_size=4, training=True)))
+    assert len(first) == 3 * one_pass
+
+    def rows(batches):  # each example's ids, in the order they came
+        return [tuple(row[row > 0]) for batch in batches for row in batch]
+
+    passes = [rows(first[i * one_pass : (i + 1) * one_pass]) for i in range(3)]
+    assert sorted(passes[0]) == sorted(passes[1]) == sorted(passes[2])  # each holds every example
+    assert passes[0] != passes[1] != passes[2]  # each in its own order
+
+
 def test_make_batches_alignment_matrices(date_data_dir):
     splits = sources.load_splits(
         "date_normalization/small", data_dir=str(date_data_dir), max_examples=8

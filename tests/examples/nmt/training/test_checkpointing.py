@@ -20,6 +20,7 @@ tf = pytest.importorskip("tensorflow")
 
 import tiny  # noqa: E402
 
+from examples.nmt import runs  # noqa: E402
 from examples.nmt.training import checkpointing  # noqa: E402
 
 ROOT = tiny.ROOT
@@ -38,11 +39,15 @@ def compiled_model():
     return model
 
 
-def checkpoint_callbacks(directory, model):
+def checkpoint_callbacks(directory, model, keep_checkpoints=0):
     stopping = keras.callbacks.EarlyStopping(patience=2)
     (directory / "backup").mkdir(exist_ok=True)
     checkpoint = checkpointing.RunCheckpoint(
-        str(directory / "backup"), stopping, str(directory / "history.csv")
+        str(directory / "backup"),
+        stopping,
+        str(directory / "history.csv"),
+        run_directory=str(directory),
+        keep_checkpoints=keep_checkpoints,
     )
     for callback in (stopping, checkpoint):
         callback.set_model(model)
@@ -76,6 +81,26 @@ def test_resumed_run_keeps_the_best_epoch_and_early_stopping_state(tmp_path):
         "epoch_4.weights.h5",
         "state.json",
     ]
+
+
+def test_the_last_epochs_model_weights_stay_in_checkpoints_across_a_resume(tmp_path):
+    model = compiled_model()
+    stopping, checkpoint = checkpoint_callbacks(tmp_path, model, keep_checkpoints=2)
+    for epoch in range(3):
+        fake_epoch([stopping, checkpoint], model, epoch, 1.0 - 0.1 * epoch)
+    assert runs.kept_epochs(str(tmp_path)) == [2, 3]
+    model = compiled_model()  # "killed"; a new process resumes
+    stopping, checkpoint = checkpoint_callbacks(tmp_path, model, keep_checkpoints=2)
+    checkpoint.restore(model)
+    fake_epoch([stopping, checkpoint], model, 3, 0.6)
+    assert sorted(os.listdir(tmp_path / runs.CHECKPOINTS)) == [
+        "epoch_3.weights.npz",
+        "epoch_4.weights.npz",
+    ]
+    for epoch in (3, 4):  # the model's one kernel, no optimizer state
+        with np.load(runs.checkpoint_path(str(tmp_path), epoch)) as arrays:
+            assert arrays.files == ["arr_0"]
+            np.testing.assert_array_equal(arrays["arr_0"], np.full((2, 1), epoch - 1.0))
 
 
 @pytest.mark.slow
@@ -168,7 +193,7 @@ def test_killed_five_times_ends_like_an_uninterrupted_run(date_data_dir, tmp_pat
             assert float(row_a["val_loss"]) == pytest.approx(float(row_b["val_loss"]), rel=1e-5)
 
 
-def averaging_run(directory, epochs, initial_epoch=0, momentum=0.5):
+def averaging_run(directory, epochs, initial_epoch=0, momentum=0.5, keep_checkpoints=0):
     """A linear model fitted with weight averages; returns it, the checkpoint and
     the trained (not averaged) kernels after every step of this call."""
     rng = np.random.default_rng(0)
@@ -184,7 +209,12 @@ def averaging_run(directory, epochs, initial_epoch=0, momentum=0.5):
     (directory / "backup").mkdir(parents=True, exist_ok=True)
     averages = keras.callbacks.SwapEMAWeights()
     checkpoint = checkpointing.RunCheckpoint(
-        str(directory / "backup"), stopping, str(directory / "history.csv"), averages=averages
+        str(directory / "backup"),
+        stopping,
+        str(directory / "history.csv"),
+        averages=averages,
+        run_directory=str(directory),
+        keep_checkpoints=keep_checkpoints,
     )
     done = checkpoint.restore(model)
     assert done == initial_epoch
@@ -215,7 +245,9 @@ def moving_averages(kernels, momentum):
 
 
 def test_with_weight_averages_validation_and_the_best_epoch_use_the_averages(tmp_path):
-    model, checkpoint, kernels, (x_val, y_val) = averaging_run(tmp_path, epochs=3)
+    model, checkpoint, kernels, (x_val, y_val) = averaging_run(
+        tmp_path, epochs=3, keep_checkpoints=3
+    )
     steps = 4  # 32 examples in batches of 8
     averages = moving_averages(kernels, 0.5)
     epoch_ends = [averages[steps * (epoch + 1) - 1] for epoch in range(3)]
@@ -229,6 +261,9 @@ def test_with_weight_averages_validation_and_the_best_epoch_use_the_averages(tmp
     checkpoint.restore_best(model)
     np.testing.assert_allclose(model.layers[0].kernel.numpy(), epoch_ends[best], rtol=1e-5)
     assert not np.allclose(epoch_ends[best], kernels[steps * (best + 1) - 1], rtol=1e-3)
+    for epoch, expected_kernel in enumerate(epoch_ends, start=1):  # the kept epochs: averages too
+        (kept,) = runs.read_weights(runs.checkpoint_path(str(tmp_path), epoch))
+        np.testing.assert_allclose(kept, expected_kernel, rtol=1e-5)
 
 
 def test_a_resumed_run_goes_on_with_its_trained_weights_and_their_averages(tmp_path):

@@ -12,6 +12,7 @@ moves float32 sums by a few ulps a step.
 import json
 import os
 import pathlib
+import shutil
 import socket
 import subprocess
 import sys
@@ -139,3 +140,60 @@ def test_two_processes_train_to_the_weights_of_one_and_the_chief_writes(
     assert not (tmp_path / "run_1").exists()  # process 1 wrote to a temporary folder
     for want, got in zip(weights(one_device_run), weights(chief)):
         np.testing.assert_allclose(got, want, atol=TOLERANCE, rtol=0)
+
+
+KILLED = """
+import json, os, sys
+import keras
+from examples.nmt import train
+from examples.nmt.training import fit
+
+
+class Kill(keras.callbacks.Callback):  # after RunCheckpoint has committed the epoch
+    def on_epoch_end(self, epoch, logs=None):
+        os._exit(3)
+
+
+fit.tensorboard_callbacks = lambda args: [Kill()]
+train.main(json.loads(sys.argv[1]))
+"""
+
+
+def two_processes(code, out, extra, port):
+    processes = []
+    for index in range(2):
+        argv = tiny.tiny_args(
+            out if index == 0 else out.parent / f"{out.name}_other",
+            *RUN, *extra,
+            "--strategy", "data", "--coordinator", f"localhost:{port}",
+            "--num-processes", "2", "--process-id", str(index),
+        )  # fmt: skip
+        processes.append(run_python(code, json.dumps(argv), env_extra={"XLA_FLAGS": ""}))
+    return processes
+
+
+def test_two_processes_resume_the_chiefs_killed_run_and_rerun_a_finished_one(
+    date_data_dir, tmp_path
+):
+    """Only the chief keeps the run: the other process takes its epoch, counters and weights.
+
+    The reference is the same killed run resumed by one process on one device.
+    """
+    extra = ["--epochs", "2", "--data-dir", str(date_data_dir)]
+    out = tmp_path / "run"
+    for process in two_processes(KILLED, out, extra, free_port()):  # killed after epoch 1
+        process.communicate(timeout=600)
+    assert (out / "backup" / "state.json").is_file() and not (out / "model.keras").exists()
+    one = tmp_path / "one"
+    shutil.copytree(out, one)
+    argv = tiny.tiny_args(one, *RUN, *extra)
+    assert "Resuming after epoch 1" in finish(run_python(SCRIPT, json.dumps(argv)))
+
+    outputs = [finish(p) for p in two_processes(SCRIPT, out, extra, free_port())]
+    assert "Resuming after epoch 1" in outputs[0] and "Resuming after epoch 1" in outputs[1]
+    for want, got in zip(weights(one), weights(out)):
+        np.testing.assert_allclose(got, want, atol=TOLERANCE, rtol=0)
+
+    # Training done: the chief evaluates, the other waits for it; neither trains.
+    outputs = [finish(p, timeout=300) for p in two_processes(SCRIPT, out, extra, free_port())]
+    assert "Training of the run" in outputs[0] and "Epoch 1/" not in outputs[1]
