@@ -213,7 +213,12 @@ def test_layers_of_one_axis_refuse_a_grid(rng):
 # ----------------------------------------------------------------------------
 def _twins(attention_axes, query, value):
     """Ours and Keras's, built on the same inputs, with Keras's weights copied to ours."""
-    theirs = keras.layers.MultiHeadAttention(2, 3, attention_axes=attention_axes)
+    # Keras gets the axes as non-negative numbers (Keras 3.8 on PyTorch fails on -3); ours
+    # gets them as given.
+    rank = len(query.shape)
+    theirs = keras.layers.MultiHeadAttention(
+        2, 3, attention_axes=tuple(axis % rank for axis in attention_axes)
+    )
     ours = keras_attention.MultiHead(2, 3, attention_axes=attention_axes)
     theirs(query, value)
     ours(query, value)
