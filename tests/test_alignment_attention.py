@@ -1,8 +1,11 @@
 """Attention with an alignment state: location-sensitive, monotonic and location-relative layers.
 
-Every layer is checked against its recurrence written out in NumPy
-(`alignment_cases.reference_run`), one step after the other, through the
-full-sequence call, through `attend`, and inside `AttentionRNNCell`.
+The layers' own behaviour, against their recurrence written out in NumPy
+(`layer_cases.alignment_reference`, one step after the other): masked queries,
+monotonic movement, inference windows, noise, fully masked memories, XLA, and
+inside `AttentionRNNCell`. What every layer honours (full call and `step`
+against NumPy, config and `.keras` files, shapes, dtypes, masks, fresh
+weights) is `test_layer_contract.py`'s, over `layer_cases.REGISTRY`.
 """
 
 import os
@@ -11,18 +14,15 @@ import keras
 import numpy as np
 import pytest
 import reference
-from alignment_cases import ALL
-from alignment_cases import CASES
-from alignment_cases import DK
-from alignment_cases import DQ
-from alignment_cases import DV
-from alignment_cases import build_randomized
-from alignment_cases import make_inputs
-from alignment_cases import reference_run
 from backend_utils import compile_and_fit
 from backend_utils import outputs_and_grads
 from backend_utils import to_numpy
 from backend_utils import value_and_grad
+from layer_cases import ALIGNMENT as CASES
+from layer_cases import ALIGNMENT_DIMS
+from layer_cases import alignment_reference as reference_run
+from layer_cases import build_randomized
+from layer_cases import make_alignment_inputs as make_inputs
 
 from keras_attention import AttentionRNN
 from keras_attention import AttentionRNNCell
@@ -36,6 +36,9 @@ from keras_attention import LuongLocalPAttention
 from keras_attention import LuongMonotonicAttention
 from keras_attention import StepwiseMonotonicAttention
 from keras_attention import monotonic
+
+ALL = sorted(CASES)
+DQ, DK, DV = ALIGNMENT_DIMS
 
 
 # ------------------------------------------------------------------ the math
@@ -79,37 +82,27 @@ def test_parallel_mode_survives_certain_stops_and_underflowing_products():
     assert np.isfinite(grad).all()
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="the default parallel mode divides by the exclusive cumprod of 1 - p clipped at "
+    "1e-10: mass carried to a position behind near-certain stops (cumprod 6.5e-13) is lost "
+    "(0.311 becomes 0.002); found by the contract's random draws, LuongMonotonicAttention",
+)
+def test_parallel_mode_keeps_mass_carried_past_near_certain_stops():
+    """Position 5 holds 0.34 of the previous alignment; the stops before it are near 1."""
+    p_choose = np.array([[0.119593, 0.999996, 0.998921, 0.847678, 0.998871, 0.915739]], "float32")
+    previous = np.array([[0.3631, 0.0375, 0.1244, 0.0089, 0.0046, 0.3396]], "float32")
+    want = reference.monotonic_recurrence(p_choose, previous)  # [..., 0.311]
+    got = to_numpy(monotonic.monotonic_attention(p_choose, previous, "parallel"))
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
 def test_bad_mode():
     with pytest.raises(ValueError, match="monotonic_attention: `mode` must be one of"):
         monotonic.monotonic_attention(np.ones((1, 2)), np.ones((1, 2)), "soft")
 
 
 # ------------------------------------------------------------------ the layers
-@pytest.mark.parametrize("masked", [False, True])
-@pytest.mark.parametrize("name", ALL)
-def test_full_call_and_steps_match_the_numpy_recurrence(name, masked, rng):
-    layer = build_randomized(name, rng)
-    q, k, v = make_inputs(rng)
-    value_mask = np.array([[True] * 6, [True] * 3 + [False] * 3]) if masked else None
-    ref_context, ref_weights = reference_run(layer, q, k, v, value_mask)
-    context, weights = layer(q, v, key=k, value_mask=value_mask, return_attention_scores=True)
-    np.testing.assert_allclose(to_numpy(weights), ref_weights, atol=1e-5)
-    np.testing.assert_allclose(to_numpy(context), ref_context, atol=1e-5)
-    key_features, value_features = layer.project_memory(k, v, value_mask)
-    state = layer.initial_alignment_state(key_features, value_mask)
-    assert sorted(state) == sorted(layer.alignment_state_keys)
-    for t in range(q.shape[1]):
-        context, weights, state = layer.attend(
-            q[:, t], key_features, value_features, value_mask=value_mask,
-            alignment_state=state, return_attention_scores=True,
-        )  # fmt: skip
-        np.testing.assert_allclose(to_numpy(weights), ref_weights[:, t], atol=1e-5)
-        np.testing.assert_allclose(to_numpy(context), ref_context[:, t], atol=1e-5)
-        np.testing.assert_allclose(to_numpy(state["weights"]), ref_weights[:, t], atol=1e-5)
-    if masked:
-        np.testing.assert_array_equal(ref_weights[1, :, 3:], 0.0)
-
-
 @pytest.mark.parametrize(
     "name", ["location", "bahdanau_monotonic", "luong_monotonic_hard", "stepwise", "gmm", "dca"]
 )
@@ -303,45 +296,6 @@ def test_fully_masked_memory_gives_zeros_never_nan(name, dtype, rng):
     np.testing.assert_array_equal(weights[0, :, 2:], 0.0)
     for grad in grads:
         assert np.isfinite(grad.astype("float32")).all()
-
-
-@pytest.mark.parametrize("name", ALL)
-def test_config_round_trip(name):
-    layer = CASES[name](name="attention")
-    config = layer.get_config()
-    clone = type(layer).from_config(config)
-    assert clone.get_config() == config
-    for argument, value in config.items():
-        if argument not in ("name", "trainable", "dtype", "kernel_initializer", "bias_initializer"):
-            assert getattr(clone, argument) == value, argument
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        "location_cumulative_window",
-        "bahdanau_monotonic_normalized_recursive",
-        "luong_monotonic_hard",
-        "stepwise",
-        "gmm",
-        "dca_even_widths_prior",
-    ],
-)
-def test_keras_file_round_trip(name, rng, tmp_path):
-    query = keras.Input((None, DQ), name="query")
-    value = keras.Input((None, DV), name="value")
-    key = keras.Input((None, DK), name="key")
-    outputs = CASES[name]()(query, value, key=key, return_attention_scores=True)
-    model = keras.Model([query, value, key], list(outputs))
-    for variable in model.weights:
-        variable.assign(rng.normal(size=variable.shape).astype("float32") * 0.7)
-    q, k, v = make_inputs(rng)
-    expected = [to_numpy(x) for x in model([q, v, k])]
-    path = os.path.join(tmp_path, "model.keras")
-    model.save(path)
-    loaded = keras.saving.load_model(path, safe_mode=True)
-    for got, want in zip(loaded([q, v, k]), expected):
-        np.testing.assert_allclose(to_numpy(got), want, atol=1e-6)
 
 
 @pytest.mark.tf_only

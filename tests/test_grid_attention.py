@@ -3,10 +3,11 @@
 The grid reference normalizes over the grid axes themselves (no flattening);
 the scores come from `layer_cases`, which loops over every (query, key) pair.
 `MultiHead(attention_axes=...)` is checked against `keras.layers.MultiHeadAttention`
-on the same weights.
+on the same weights. The grid cases of `layer_cases.REGISTRY` (`*_grid`, a
+`(B, H, W, d)` memory with a `(B, H, W)` mask, and `multi_head_axes_2d`) pass
+every check of `test_layer_contract.py` (step over a grid, shapes and `.keras`
+files with unknown grid sizes, configs, dtypes, mask invariance, fresh weights).
 """
-
-import os
 
 import keras
 import numpy as np
@@ -106,22 +107,6 @@ def test_every_path_agrees_on_a_grid(name, rng, monkeypatch):
     assert bool(fused) == (keras.backend.backend() == "torch")
 
 
-@pytest.mark.parametrize("name", ["bahdanau", "luong_general_scaled"])
-def test_step_over_a_grid_equals_the_call_row_by_row(name, rng):
-    layer = build_randomized(name, rng)
-    q, k, v, mask = _grid_inputs(rng)
-    mask[1] = True
-    context, weights = layer(q, v, key=k, value_mask=mask, return_attention_scores=True)
-    key_features, value_features = layer.project_memory(k, v, mask)
-    for i in range(q.shape[1]):
-        step_context, step_weights, state = layer.step(
-            q[:, i], key_features, value_features, value_mask=mask
-        )
-        assert state == {} and tuple(step_weights.shape) == (2, *GRID)
-        np.testing.assert_allclose(to_numpy(step_weights), to_numpy(weights)[:, i], atol=1e-5)
-        np.testing.assert_allclose(to_numpy(step_context), to_numpy(context)[:, i], atol=1e-5)
-
-
 def test_fresh_layers_attend_over_a_grid(rng):
     """Default initializers (not the randomized weights): a real, finite distribution."""
     q, _, v, mask = _grid_inputs(rng)
@@ -135,30 +120,6 @@ def test_fresh_layers_attend_over_a_grid(rng):
         weights = to_numpy(weights)
         np.testing.assert_allclose(weights[0].sum((-2, -1)), 1.0, rtol=1e-5)
         assert weights[0].std(axis=(-2, -1)).min() > 1e-4  # not uniform
-
-
-def test_shapes_without_data_and_a_keras_file_with_unknown_grid_sizes(rng, tmp_path):
-    layer = keras_attention.BahdanauAttention(4)
-    assert layer.compute_output_shape((2, 3, DQ), (2, 7, 5, DV)) == (2, 3, DV)
-    query = keras.Input((None, DQ), name="query")
-    image = keras.Input((None, None, DV), name="image")
-    single = keras.Input((DQ,), name="step")
-    context, weights = layer(query, image, return_attention_scores=True)
-    step_context, step_weights = layer(single, image, return_attention_scores=True)
-    assert tuple(weights.shape) == (None, None, None, None)
-    assert tuple(step_context.shape) == (None, DV) and len(step_weights.shape) == 3
-    known = keras.Input((*GRID, DV))
-    assert tuple(layer(query, known, return_attention_scores=True)[1].shape) == (None, None, *GRID)
-    model = keras.Model([query, image, single], [context, weights, step_weights])
-    q, _, v, _ = _grid_inputs(rng)
-    inputs = [q, v, q[:, 0]]
-    expected = model.predict(inputs, verbose=0)
-    assert expected[1].shape == (2, 3, *GRID) and expected[2].shape == (2, *GRID)
-    path = os.path.join(tmp_path, "grid.keras")
-    model.save(path)
-    loaded = keras.saving.load_model(path)
-    for got, want in zip(loaded.predict(inputs, verbose=0), expected):
-        np.testing.assert_allclose(got, want, atol=1e-6)
 
 
 BAD_GRID_CALLS = [  # (layer, call arguments, error, message)
@@ -277,28 +238,6 @@ def test_attention_axes_match_keras_multi_head_attention(
     )
     for ours_part, keras_part in zip(got, want):
         np.testing.assert_allclose(to_numpy(ours_part), to_numpy(keras_part), atol=1e-5)
-
-
-def test_attention_axes_in_the_config_and_a_keras_file(rng, tmp_path):
-    layer = keras_attention.MultiHead(2, 4, attention_axes=[1, 2], name="axes")
-    assert layer.attention_axes == (1, 2)
-    again = keras_attention.MultiHead.from_config(layer.get_config())
-    assert again.attention_axes == (1, 2) and layer.get_config() == again.get_config()
-    image = keras.Input((None, None, 6))
-    query = keras.Input((2, 5, 6))
-    context, weights = layer(query, image, return_attention_scores=True)
-    assert tuple(weights.shape) == (None, 2, 2, 5, None, None)
-    model = keras.Model([query, image], [context, weights])
-    inputs = [rng.normal(size=(2, 2, 5, 6)), rng.normal(size=(2, 3, 4, 6))]
-    inputs = [x.astype("float32") for x in inputs]
-    expected = model.predict(inputs, verbose=0)
-    assert expected[1].shape == (2, 2, 2, 5, 3, 4)
-    path = os.path.join(tmp_path, "axes.keras")
-    model.save(path)
-    loaded = keras.saving.load_model(path)
-    assert loaded.get_layer("axes").attention_axes == (1, 2)
-    for got, want in zip(loaded.predict(inputs, verbose=0), expected):
-        np.testing.assert_allclose(got, want, atol=1e-6)
 
 
 def test_multi_head_query_mask_and_causal_over_axes(rng):
