@@ -23,7 +23,7 @@ from keras_attention import BahdanauAttention
 from keras_attention import LuongAttention
 from keras_attention import LuongMonotonicAttention
 from keras_attention import ScaledDotProduct
-from keras_attention.layers.attention_rnn_state import AttentionRNNState
+from keras_attention.layers.recurrent.attention_rnn_state import AttentionRNNState
 
 UNITS, D_IN, B, T = 6, 3, 2, 3
 

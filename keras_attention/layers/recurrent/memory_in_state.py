@@ -11,10 +11,10 @@ loop and ride in the step inputs, since JAX cannot draw inside `lax.scan`.
 
 from keras import ops
 
-from keras_attention.layers import attention_rnn_options as options
-from keras_attention.layers.attention_rnn_state import MemoryLayout
-from keras_attention.layers.attention_rnn_state import StateLayout
-from keras_attention.layers.attention_rnn_state import projected_dims
+from keras_attention.layers.recurrent import attention_rnn_options as options
+from keras_attention.layers.recurrent.attention_rnn_state import MemoryLayout
+from keras_attention.layers.recurrent.attention_rnn_state import StateLayout
+from keras_attention.layers.recurrent.attention_rnn_state import projected_dims
 
 
 class MemoryInState:

@@ -1,6 +1,6 @@
 import keras
 
-from keras_attention.layers.attention_rnn_cell import AttentionRNNCell
+from keras_attention.layers.recurrent.attention_rnn_cell import AttentionRNNCell
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

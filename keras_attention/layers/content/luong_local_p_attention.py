@@ -3,7 +3,7 @@ from keras import ops
 
 from keras_attention import scores
 from keras_attention import validation
-from keras_attention.layers.luong import LuongAttention
+from keras_attention.layers.content.luong_attention import LuongAttention
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

@@ -2,10 +2,10 @@ import keras
 from keras import ops
 
 from keras_attention import validation
-from keras_attention.layers import attention_rnn_options as options
-from keras_attention.layers.attention_rnn_memory import MemoryInState
-from keras_attention.layers.attention_rnn_state import AttentionRNNState
-from keras_attention.layers.attention_rnn_state import StateLayout
+from keras_attention.layers.recurrent import attention_rnn_options as options
+from keras_attention.layers.recurrent.attention_rnn_state import AttentionRNNState
+from keras_attention.layers.recurrent.attention_rnn_state import StateLayout
+from keras_attention.layers.recurrent.memory_in_state import MemoryInState
 
 __all__ = ["AttentionRNNCell", "AttentionRNNState"]  # the state, from here as before
 
