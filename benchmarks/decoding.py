@@ -24,8 +24,8 @@ from keras import ops
 from measure import alternate  # this folder's helper
 
 import keras_attention
+from keras_attention import AttentionRNNState
 from keras_attention import decoding
-from keras_attention.layers.attention_rnn_cell import AttentionRNNState
 
 START, END = 1, 2
 

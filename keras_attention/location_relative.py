@@ -30,7 +30,7 @@ import math
 import numpy as np
 from keras import ops
 
-from keras_attention import scores
+from keras_attention import backends
 
 # The smallest scale `σ` of a mixture component: `softplus` underflows to 0
 # for pre-activations below about -100 in float32, and `N(j; μ, 0)` is a 0/0.
@@ -148,7 +148,7 @@ def convolve(alignment, kernel, positions=None):
         taps = windows_at(alignment, positions, width)  # (B, n, W, C_in)
     shape = ops.shape(taps)
     taps = ops.reshape(taps, (-1, width * channels))  # (B*n, W*C_in)
-    flat = scores.matmul(taps, ops.reshape(kernel, (width * channels, -1)))  # (B*n, C)
+    flat = backends.matmul(taps, ops.reshape(kernel, (width * channels, -1)))  # (B*n, C)
     return ops.reshape(flat, (shape[0], shape[1], -1))  # (B, n, C)
 
 

@@ -18,17 +18,13 @@ import keras
 from keras import ops
 
 from keras_attention import validation
+from keras_attention.backends import matmul
 from keras_attention.masks import MASKED_LOGIT
-from keras_attention.masks import attention_mask_from  # noqa: F401 (re-export)
-from keras_attention.masks import causal_mask  # noqa: F401 (re-export)
-from keras_attention.masks import combine_masks  # noqa: F401 (re-export)
 from keras_attention.masks import fill_masked
-from keras_attention.masks import padding_mask  # noqa: F401 (re-export)
 from keras_attention.masks import zero_masked
 from keras_attention.scores import AdditiveScore
 from keras_attention.scores import DotScore
 from keras_attention.scores import add_bias
-from keras_attention.scores import matmul
 
 PROBABILITY_FNS = ("softmax", "sparsemax", "hardmax")
 

@@ -50,71 +50,6 @@ from keras import ops
 
 from keras_attention import validation
 
-ROPE_TYPES = ("linear", "dynamic", "yarn")
-# The keys each `rope_type` takes, with their defaults (None: required).
-_ROPE_KEYS = {
-    "linear": {"factor": None},
-    "dynamic": {"factor": None},
-    "yarn": {
-        "factor": None,
-        "original_max_position_embeddings": None,
-        "beta_fast": 32.0,
-        "beta_slow": 1.0,
-        "truncate": False,
-    },
-}
-
-
-def rope_scaling_config(owner: str, name: str, value) -> dict | None:
-    """A checked `rope_scaling` dict with its defaults filled in, or None.
-
-    `{"rope_type": "linear" | "dynamic", "factor": s}` or `{"rope_type":
-    "yarn", "factor": s, "original_max_position_embeddings": L[, "beta_fast":
-    32.0, "beta_slow": 1.0, "truncate": False]}`; `s >= 1`. A wrong kind of
-    object raises a TypeError, a wrong or missing entry a ValueError naming
-    `name` and the entry.
-    """
-    if value is None:
-        return None
-    expected = f"None or a dict with a 'rope_type' in {ROPE_TYPES} and a 'factor'"
-    if not isinstance(value, dict):
-        validation.fail(owner, name, expected, value, error=TypeError)
-    if "rope_type" not in value:
-        validation.fail(owner, name, expected, value)
-    rope_type = validation.choice(owner, f"{name}['rope_type']", value["rope_type"], ROPE_TYPES)
-    keys = _ROPE_KEYS[rope_type]
-    unknown = sorted(set(value) - {"rope_type", *keys})
-    if unknown:
-        validation.fail(
-            owner,
-            name,
-            f"a dict with only the keys {sorted(keys)} for "
-            f"rope_type={rope_type!r} (unknown: {unknown})",
-            value,
-        )
-    config = {"rope_type": rope_type}
-    for key, default in keys.items():
-        if key not in value and default is None:
-            validation.fail(
-                owner, name, f"a dict with a {key!r} for rope_type={rope_type!r}", value
-            )
-        config[key] = value.get(key, default)
-    factor = validation.number(owner, f"{name}['factor']", config["factor"])
-    if factor < 1:
-        validation.fail(owner, f"{name}['factor']", "a number >= 1", factor)
-    config["factor"] = factor
-    if rope_type == "yarn":
-        entry = f"{name}['original_max_position_embeddings']"
-        config["original_max_position_embeddings"] = validation.integer(
-            owner, entry, config["original_max_position_embeddings"]
-        )
-        for key in ("beta_fast", "beta_slow"):
-            config[key] = validation.positive_number(owner, f"{name}[{key!r}]", config[key])
-        if config["beta_fast"] <= config["beta_slow"]:
-            validation.fail(owner, f"{name}['beta_fast']", "greater than beta_slow", value)
-        config["truncate"] = validation.flag(owner, f"{name}['truncate']", config["truncate"])
-    return config
-
 
 def yarn_correction_range(features: int, base: float, rope_scaling: dict) -> tuple[float, float]:
     """`(low, high)`: the pair indices where YaRN's ramp starts and ends.
@@ -137,10 +72,12 @@ def yarn_correction_range(features: int, base: float, rope_scaling: dict) -> tup
 def rotary_inverse_frequencies(features: int, base: float = 10000.0, rope_scaling=None):
     """float32 `(features/2,)` angles per position, `θ_i = base^(-2i/features)`, scaled.
 
-    `rope_scaling`: None, or a dict of `rope_scaling_config` (see the module
+    `rope_scaling`: None, or a dict of `validation.rope_scaling` (see the module
     docstring for the three rules).
     """
-    rope_scaling = rope_scaling_config("rotary_inverse_frequencies", "rope_scaling", rope_scaling)
+    rope_scaling = validation.rope_scaling(
+        "rotary_inverse_frequencies", "rope_scaling", rope_scaling
+    )
     exponents = ops.arange(0, features // 2, dtype="float32") * (2.0 / features)
     kind = None if rope_scaling is None else rope_scaling["rope_type"]
     if kind == "dynamic" and features > 2:
@@ -221,7 +158,7 @@ def rotary_embedding(x, positions, base: float = 10000.0, rope_scaling=None):
     """
     owner = "rotary_embedding"
     base = validation.positive_number(owner, "base", base)
-    rope_scaling = rope_scaling_config(owner, "rope_scaling", rope_scaling)
+    rope_scaling = validation.rope_scaling(owner, "rope_scaling", rope_scaling)
     x = ops.convert_to_tensor(x)
     features = validation.static(x.shape[-1])
     if features is None or features % 2:

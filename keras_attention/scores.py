@@ -38,22 +38,6 @@ from keras_attention import backends
 from keras_attention import validation
 
 
-def matmul(x1, x2):
-    """`ops.matmul` in the inputs' own precision, on every backend.
-
-    Keras 3.15's torch `matmul` computes two float64 tensors in float32 (its
-    dtype rule gives float32 there, and a float64 `Dense` without bias returns
-    float32); `einsum` keeps float64, so a float64 layer computes and returns
-    float64 on PyTorch as on TensorFlow.
-    """
-    if keras.backend.backend() == "torch":
-        dtypes = {keras.backend.standardize_dtype(x.dtype) for x in (x1, x2)}
-        if "float64" in dtypes:
-            x1, x2 = ops.cast(x1, "float64"), ops.cast(x2, "float64")
-            return ops.einsum("...ij,...jk->...ik", x1, x2)
-    return ops.matmul(x1, x2)
-
-
 def soft_cap(logits, cap: float | None):
     """`cap · tanh(logits / cap)`: logits bounded to `(-cap, cap)` (Gemma 2's soft-capping).
 
@@ -120,7 +104,7 @@ class DotScore:
 
     def _products(self, query, key):
         """`scale · q kᵀ` of a prepared query, before any cap; float32 when restored."""
-        logits = matmul(query, ops.swapaxes(key, -1, -2))  # (..., Tq, Tv)
+        logits = backends.matmul(query, ops.swapaxes(key, -1, -2))  # (..., Tq, Tv)
         factor = self._logit_factor(query)
         if factor != 1.0:
             logits = ops.cast(logits, "float32") * factor
@@ -155,7 +139,7 @@ class DotScore:
         if cache is not None:  # through the cap: d(c·tanh(s/c))/ds = 1 - tanh²
             d_logits = d_logits * (1.0 - cache * cache)
         d_logits = ops.cast(d_logits * self._logit_factor(query), query.dtype)
-        d_query = matmul(d_logits, key)  # (B, H, R, dk)
+        d_query = backends.matmul(d_logits, key)  # (B, H, R, dk)
         d_key = ops.einsum("bhqk,bhqd->bhkd", d_logits, query)  # (B, H, C, dk)
         d_query = ops.cast(d_query, "float32") * self._query_factor(query)
         return d_query, ops.cast(d_key, "float32"), ()
@@ -196,7 +180,7 @@ class AdditiveScore:
         if fast is not None:
             return fast
         units = ops.shape(vector)[0]
-        logits = matmul(ops.reshape(hidden, (-1, units)), ops.expand_dims(vector, -1))
+        logits = backends.matmul(ops.reshape(hidden, (-1, units)), ops.expand_dims(vector, -1))
         return ops.reshape(logits, ops.shape(hidden)[:-1])  # (..., Tq, Tv)
 
     def logits(self, query, key, vector):
@@ -244,7 +228,7 @@ def add_bias(x, bias):
     """
     rows = ops.reshape(x, (-1, ops.shape(bias)[0]))  # (N, U)
     ones = ops.ones_like(rows[:, :1])  # (N, 1)
-    return x + ops.reshape(matmul(ones, ops.expand_dims(bias, 0)), ops.shape(x))
+    return x + ops.reshape(backends.matmul(ones, ops.expand_dims(bias, 0)), ops.shape(x))
 
 
 def append_feature(x, column):

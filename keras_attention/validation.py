@@ -69,13 +69,8 @@ def int_or_scalar_tensor(
         return integer(owner, name, value, minimum=minimum)
     dtype = keras.backend.standardize_dtype(value.dtype)
     if tuple(value.shape) != () or "int" not in dtype:
-        fail(
-            owner,
-            name,
-            "a Python int or a scalar integer tensor",
-            f"a {dtype} tensor of shape {tuple(value.shape)}",
-            error,
-        )
+        received = f"a {dtype} tensor of shape {tuple(value.shape)}"
+        fail(owner, name, "a Python int or a scalar integer tensor", received, error)
     return keras.ops.cast(value, "int32")
 
 
@@ -139,6 +134,56 @@ def not_given(owner: str, arguments: dict, names: Sequence[str], reason: str):
             fail(owner, name, f"left out ({reason})", arguments[name], error=TypeError)
 
 
+ROPE_TYPES = ("linear", "dynamic", "yarn")  # keras_attention.rotary's context extensions
+# The keys each `rope_type` takes, with their defaults (None: required).
+ROPE_KEYS = {
+    "linear": {"factor": None},
+    "dynamic": {"factor": None},
+    "yarn": {"factor": None, "original_max_position_embeddings": None, "beta_fast": 32.0,
+             "beta_slow": 1.0, "truncate": False},
+}  # fmt: skip
+
+
+def rope_scaling(owner: str, name: str, value: Any) -> dict | None:
+    """A checked `rope_scaling` dict (`keras_attention.rotary`), defaults filled in, or None.
+
+    `{"rope_type": "linear" | "dynamic", "factor": s}` or `{"rope_type":
+    "yarn", "factor": s, "original_max_position_embeddings": L[, "beta_fast":
+    32.0, "beta_slow": 1.0, "truncate": False]}`; `s >= 1`. A wrong kind of
+    object raises a TypeError, a wrong or missing entry a ValueError naming
+    `name` and the entry.
+    """
+    if value is None:
+        return None
+    expected = f"None or a dict with a 'rope_type' in {ROPE_TYPES} and a 'factor'"
+    if not isinstance(value, dict):
+        fail(owner, name, expected, value, error=TypeError)
+    if "rope_type" not in value:
+        fail(owner, name, expected, value)
+    rope_type = choice(owner, f"{name}['rope_type']", value["rope_type"], ROPE_TYPES)
+    keys = ROPE_KEYS[rope_type]
+    unknown = sorted(set(value) - {"rope_type", *keys})
+    if unknown:
+        only = f"a dict with only the keys {sorted(keys)} for rope_type={rope_type!r}"
+        fail(owner, name, f"{only} (unknown: {unknown})", value)
+    missing = [key for key, default in keys.items() if default is None and key not in value]
+    if missing:
+        fail(owner, name, f"a dict with a {missing[0]!r} for rope_type={rope_type!r}", value)
+    config = {"rope_type": rope_type, **keys, **value}
+    config["factor"] = number(owner, f"{name}['factor']", config["factor"])
+    if config["factor"] < 1:
+        fail(owner, f"{name}['factor']", "a number >= 1", config["factor"])
+    if rope_type == "yarn":
+        key = "original_max_position_embeddings"
+        config[key] = integer(owner, f"{name}[{key!r}]", config[key])
+        for key in ("beta_fast", "beta_slow"):
+            config[key] = positive_number(owner, f"{name}[{key!r}]", config[key])
+        if config["beta_fast"] <= config["beta_slow"]:
+            fail(owner, f"{name}['beta_fast']", "greater than beta_slow", value)
+        config["truncate"] = flag(owner, f"{name}['truncate']", config["truncate"])
+    return config
+
+
 # ----------------------------------------------------------------------------
 # The call contract's static checks (shapes and dtypes known at trace time).
 # ----------------------------------------------------------------------------
@@ -155,12 +200,8 @@ def call_fail(owner: str, argument: str, expected: str, received: str):
 def step_query(owner: str, query, method: str = "step", hint: str = ""):
     """The query of one decoding step: a rank-2 `(B, dq)` tensor."""
     if len(query.shape) != 2:
-        call_fail(
-            owner,
-            "query",
-            f"one decoding step of shape (B, dq) in `{method}`{hint}",
-            f"shape {tuple(query.shape)}",
-        )
+        expected = f"one decoding step of shape (B, dq) in `{method}`{hint}"
+        call_fail(owner, "query", expected, f"shape {tuple(query.shape)}")
 
 
 def check_call(
@@ -205,11 +246,7 @@ def check_call(
         "value_mask": (batch, *grid),
         "attention_mask": (batch, *grid) if single else (batch, tq, *grid),
     }
-    for name, mask in (
-        ("query_mask", query_mask),
-        ("value_mask", value_mask),
-        ("attention_mask", attention_mask),
-    ):
+    for name, mask in zip(expected_shapes, (query_mask, value_mask, attention_mask)):
         if mask is not None:
             _check_mask(owner, name, mask, expected_shapes[name])
 
@@ -346,11 +383,7 @@ def check_attention_axes_call(
             *(value.shape[a] for a in positive),
         ),
     }
-    for name, mask in (
-        ("query_mask", query_mask),
-        ("value_mask", value_mask),
-        ("attention_mask", attention_mask),
-    ):
+    for name, mask in zip(expected_shapes, (query_mask, value_mask, attention_mask)):
         if mask is not None:
             _check_mask(owner, name, mask, tuple(static(d) for d in expected_shapes[name]))
     return positive

@@ -8,8 +8,9 @@ the same questions for the path rule (`keras_attention.memory_efficient`):
 backend cannot say. A module may also offer its own form of a loop
 (`scan_states`), used where the generic one fails on that backend, or of a
 piece of math (`additive_projection`, `windowed_attention`), used where it
-was measured faster or is the kernel's own form; each is tested against the
-generic `keras.ops` form.
+was measured faster or is the kernel's own form, or where the generic form
+loses precision (`matmul`); each is tested against the generic `keras.ops`
+form.
 """
 
 from __future__ import annotations
@@ -40,6 +41,19 @@ def free_memory() -> int | None:
     """Free bytes on the default accelerator, or None when unknown (or no accelerator)."""
     module = current()
     return None if module is None else module.free_memory()
+
+
+def matmul(x1, x2):
+    """`x1 @ x2` in the inputs' own precision, on every backend.
+
+    The product every score and weighted sum of the package takes: the
+    backend's own `matmul` where `keras.ops.matmul` loses precision (on
+    PyTorch, Keras 3.15 multiplies two float64 tensors in float32), else
+    `keras.ops.matmul`.
+    """
+    module = current()
+    product = getattr(module, "matmul", None)
+    return ops.matmul(x1, x2) if product is None else product(x1, x2)
 
 
 def additive_projection(hidden, vector):

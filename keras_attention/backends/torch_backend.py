@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import keras
 import torch
+from keras import ops
 
 
 def _kind(device_type: str) -> str:
@@ -25,3 +27,18 @@ def free_memory() -> int | None:
         return None
     free, _total = torch.cuda.mem_get_info()
     return int(free)
+
+
+def matmul(x1, x2):
+    """`ops.matmul`, kept in float64 when either input is float64.
+
+    Keras 3.15's torch `matmul` computes two float64 tensors in float32 (its
+    dtype rule gives float32 there, and a float64 `Dense` without bias returns
+    float32); `einsum` keeps float64, so a float64 layer computes and returns
+    float64 on PyTorch as on TensorFlow.
+    """
+    dtypes = {keras.backend.standardize_dtype(x.dtype) for x in (x1, x2)}
+    if "float64" not in dtypes:
+        return ops.matmul(x1, x2)
+    x1, x2 = ops.cast(x1, "float64"), ops.cast(x2, "float64")
+    return ops.einsum("...ij,...jk->...ik", x1, x2)

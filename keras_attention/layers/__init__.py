@@ -1,24 +1,44 @@
-"""Attention layers sharing one call contract (see `base.BaseAttention`)."""
+"""Attention layers sharing one call contract (`base.BaseAttention`), by family.
 
-from keras_attention.layers.alignment_attention import AlignmentAttention
-from keras_attention.layers.attention_rnn import AttentionRNN
-from keras_attention.layers.attention_rnn_cell import AttentionRNNCell
-from keras_attention.layers.attention_rnn_state import AttentionRNNState
-from keras_attention.layers.bahdanau import BahdanauAttention
-from keras_attention.layers.bahdanau_monotonic import BahdanauMonotonicAttention
+```
+layers/
+  base.py        BaseAttention: the call contract, masks, output shapes, one step
+  grid.py        attention over grids (B, *grid, d), flattened to (B, T, d)
+  kernel_args.py initializers, regularizers, constraints of the projections
+  content/       ContentAttention and its layers: Bahdanau, Luong, local-p,
+                 ScaledDotProduct, MultiHead (with its options and cache)
+  alignment/     AlignmentAttention and its layers: location-sensitive,
+                 monotonic (Bahdanau, Luong, stepwise), GMM, dynamic convolution
+  recurrent/     AttentionRNNCell, AttentionRNN, AttentionRNNState
+  positional/    SinusoidalPositionalEncoding, LearnedPositionalEmbedding
+```
+
+Registered names (`"keras_attention>ClassName"`) never changed, and the
+module paths of the former flat folder still import (`former_paths`).
+"""
+
+from keras_attention.layers import former_paths
+from keras_attention.layers.alignment import AlignmentAttention
+from keras_attention.layers.alignment import BahdanauMonotonicAttention
+from keras_attention.layers.alignment import DynamicConvolutionAttention
+from keras_attention.layers.alignment import GMMAttention
+from keras_attention.layers.alignment import LocationSensitiveAttention
+from keras_attention.layers.alignment import LuongMonotonicAttention
+from keras_attention.layers.alignment import StepwiseMonotonicAttention
 from keras_attention.layers.base import BaseAttention
-from keras_attention.layers.content_attention import ContentAttention
-from keras_attention.layers.dynamic_convolution_attention import DynamicConvolutionAttention
-from keras_attention.layers.gmm_attention import GMMAttention
-from keras_attention.layers.location_sensitive import LocationSensitiveAttention
-from keras_attention.layers.luong import LuongAttention
-from keras_attention.layers.luong_local_p import LuongLocalPAttention
-from keras_attention.layers.luong_monotonic import LuongMonotonicAttention
-from keras_attention.layers.multi_head import MultiHead
+from keras_attention.layers.content import BahdanauAttention
+from keras_attention.layers.content import ContentAttention
+from keras_attention.layers.content import LuongAttention
+from keras_attention.layers.content import LuongLocalPAttention
+from keras_attention.layers.content import MultiHead
+from keras_attention.layers.content import ScaledDotProduct
 from keras_attention.layers.positional import LearnedPositionalEmbedding
 from keras_attention.layers.positional import SinusoidalPositionalEncoding
-from keras_attention.layers.scaled_dot_product import ScaledDotProduct
-from keras_attention.layers.stepwise_monotonic import StepwiseMonotonicAttention
+from keras_attention.layers.recurrent import AttentionRNN
+from keras_attention.layers.recurrent import AttentionRNNCell
+from keras_attention.layers.recurrent import AttentionRNNState
+
+former_paths.install()  # the modules of the flat layout, for older `.keras` files and imports
 
 __all__ = [
     "AlignmentAttention",
@@ -41,3 +61,10 @@ __all__ = [
     "SinusoidalPositionalEncoding",
     "StepwiseMonotonicAttention",
 ]
+
+
+def __getattr__(name):
+    # `keras_attention.layers.<former module>` as an attribute, as the flat folder had it.
+    if name in former_paths.FORMER_PATHS:
+        return former_paths.module(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,8 +1,8 @@
 """The call contract shared by every attention layer of the package.
 
-Two families extend it: `content_attention.ContentAttention` (a score of
+Two families extend it: `content.ContentAttention` (a score of
 the query and the keys: Bahdanau, Luong, local-p, scaled dot product,
-multi-head) and `alignment_attention.AlignmentAttention` (a state carried
+multi-head) and `alignment.AlignmentAttention` (a state carried
 from step to step: location-sensitive, monotonic, GMM, DCA). Here, once: the
 call's inputs and their checks (`keras_attention.validation`), the memory
 projection (`project_memory`, the hooks `_project_memory` and

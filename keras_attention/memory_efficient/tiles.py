@@ -18,8 +18,8 @@ import keras
 from keras import ops
 
 from keras_attention import masks as masks_lib
+from keras_attention.backends import matmul
 from keras_attention.scores import append_feature
-from keras_attention.scores import matmul
 
 
 def _floor_div(x, y: int):

@@ -54,7 +54,7 @@ from examples.nmt.models.attentions import make_attention
 from examples.nmt.models.decoding import Memory
 from examples.nmt.models.functional import LayersFirstModel
 from examples.nmt.text.special import PAD_ID
-from keras_attention.layers.attention_rnn_cell import AttentionRNNState
+from keras_attention import AttentionRNNState
 
 DECODERS = ("bahdanau", "luong")
 RNNS = ("gru", "lstm")

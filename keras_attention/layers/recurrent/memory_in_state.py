@@ -7,28 +7,50 @@ Random draws of every step (monotonic `sigmoid_noise`) are made before the
 loop and ride in the step inputs, since JAX cannot draw inside `lax.scan`.
 `AttentionRNNCell` inherits this, as Keras's `GRUCell` inherits
 `DropoutRNNCell`'s masks.
+
+A grid memory `(B, *grid, d)` (an image's `(B, H, W, C)` features), for an
+attention that accepts one (`accepts_grids`: Bahdanau, Luong, scaled dot
+product), is flattened once, to `N = prod(grid)` positions in row-major order
+(`keras_attention.layers.grid`): the state holds `(B, N, ·)` memories and
+`(B, N)` weights and masks, and `alignment_history` gives `(B, T, *grid)`.
+Any other rank is refused here, naming the argument.
 """
 
 from keras import ops
 
-from keras_attention.layers import attention_rnn_options as options
-from keras_attention.layers.attention_rnn_state import MemoryLayout
-from keras_attention.layers.attention_rnn_state import StateLayout
-from keras_attention.layers.attention_rnn_state import projected_dims
+from keras_attention import validation
+from keras_attention.layers import grid as grid_lib
+from keras_attention.layers.recurrent import attention_rnn_options as options
+from keras_attention.layers.recurrent.attention_rnn_state import MemoryLayout
+from keras_attention.layers.recurrent.attention_rnn_state import StateLayout
+from keras_attention.layers.recurrent.attention_rnn_state import projected_dims
+
+OWNER = options.OWNER
+
+
+def _flat_shape(shape, grid):
+    """A memory shape `(B, *grid, d)` as `(B, N, d)` (N None where the grid is not static)."""
+    if not grid:
+        return shape
+    known = all(isinstance(d, int) for d in grid)
+    return (shape[0], grid_lib.product(grid) if known else None, shape[-1])
 
 
 class MemoryInState:
     """The memory and the draws of an `AttentionRNNCell` (a mixin of the cell)."""
 
-    def _build_memory(self, value_shape, key_shape):
+    def _build_memory(self, value_shape, key_shape, argument="value"):
         count = len(self._attentions)
         values = options.per_attention(value_shape, count, self._multiple, "value", shapes=True)
         keys = options.per_attention(key_shape, count, self._multiple, "key", shapes=True)
         values, keys = [tuple(s) for s in values], [tuple(s) for s in keys]
+        grids = self._memory_grids(values, keys, argument)
         self._memory_shapes = {
             "value_shape": values if self._multiple else values[0],
             "key_shape": keys if self._multiple else keys[0],
         }
+        values = [_flat_shape(shape, grid) for shape, grid in zip(values, grids)]  # (B, N, dv)
+        keys = [_flat_shape(shape, grid) for shape, grid in zip(keys, grids)]  # (B, N, dk)
         memories, query_size = [], self._cell_output_size
         for index, (attention, layer) in enumerate(zip(self._attentions, self._attention_layers)):
             if not attention.built:
@@ -37,8 +59,39 @@ class MemoryInState:
             if dims not in self._memory_dims:  # found once, symbolically
                 self._memory_dims[dims] = projected_dims(attention, *dims[1:])
             projected = self._memory_dims[dims]
-            memories.append(MemoryLayout.of(attention, values[index], projected, query_size, layer))
+            layout = MemoryLayout.of(attention, values[index], projected, query_size, layer)
+            memories.append(layout._replace(grid=grids[index]))
         self._layout = StateLayout(self._cell_state_sizes, memories, self._multiple)
+
+    def _memory_grids(self, values, keys, argument):
+        """Each attention's memory grid (`()` for a sequence), its rank checked."""
+        grids = []
+        for index, (attention, value, key) in enumerate(zip(self._attentions, values, keys)):
+            where = f"{argument}[{index}]" if self._multiple else argument
+            grid = attention.accepts_grids and len(value) > 3
+            if len(value) != 3 and not grid:
+                expected = "a tensor of rank 3 (batch, time, features)"
+                if len(value) > 3:
+                    expected += (
+                        f"; {type(attention).__name__} does not attend over a grid (batch, "
+                        "*grid, features), as BahdanauAttention, LuongAttention and "
+                        "ScaledDotProduct do"
+                    )
+                validation.call_fail(OWNER, where, expected, f"shape {value}")
+            if len(key) != len(value):
+                received = f"key shape {key}, value shape {value}"
+                name = f"key[{index}]" if self._multiple else "key"
+                validation.call_fail(OWNER, name, f"the rank of `{where}`", received)
+            grids.append(tuple(value[1:-1]) if grid else ())
+        return grids
+
+    def _flat_memory(self, key, value, mask):
+        """One attention's `(key, value, mask)`, a grid `(B, *grid, ·)` as `(B, N, ·)`."""
+        grid = grid_lib.memory_grid(key, value, heads=False)
+        if grid is None:
+            return key, value, mask
+        key, value, mask, _ = grid_lib.flatten_memory(key, value, mask, None, grid, True)
+        return key, value, mask
 
     def get_build_config(self):
         config = super().get_build_config() or {}
@@ -101,8 +154,8 @@ class MemoryInState:
         memories = options.per_attention(memory, len(self._attentions), self._multiple, "memory")
         draws, flags = [], []
         for attention, memory_i in zip(self._attentions, memories):
-            memory_i = ops.convert_to_tensor(memory_i)
-            shape = (ops.shape(sequences)[1], ops.shape(memory_i)[0], ops.shape(memory_i)[1])
+            memory_i = grid_lib.sizes(ops.convert_to_tensor(memory_i))  # (B, Tv or *grid, dv)
+            shape = (ops.shape(sequences)[1], memory_i[0], grid_lib.product(memory_i[1:-1]))
             noise = attention.draw_noise(shape, training)  # (T, B, Tv) or None
             flags.append(noise is not None)
             if noise is not None:

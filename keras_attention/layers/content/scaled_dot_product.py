@@ -4,7 +4,7 @@ import keras
 
 from keras_attention import scores
 from keras_attention import validation
-from keras_attention.layers.content_attention import ContentAttention
+from keras_attention.layers.content.content_attention import ContentAttention
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

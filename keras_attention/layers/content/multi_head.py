@@ -5,10 +5,10 @@ from keras import ops
 
 from keras_attention import scores
 from keras_attention import validation
-from keras_attention.layers.content_attention import ContentAttention
-from keras_attention.layers.head_options import HeadOptionsMixin
+from keras_attention.layers.content.content_attention import ContentAttention
+from keras_attention.layers.content.head_options import HeadOptionsMixin
+from keras_attention.layers.content.kv_cache import KeyValueCacheMixin
 from keras_attention.layers.kernel_args import KernelArgsMixin
-from keras_attention.layers.kv_cache import KeyValueCacheMixin
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

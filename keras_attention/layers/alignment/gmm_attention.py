@@ -4,7 +4,7 @@ from keras import ops
 from keras_attention import location_relative
 from keras_attention import masks as masks_lib
 from keras_attention import validation
-from keras_attention.layers.alignment_attention import AlignmentAttention
+from keras_attention.layers.alignment.alignment_attention import AlignmentAttention
 from keras_attention.layers.kernel_args import KernelArgsMixin
 
 

@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_attention import scores
 from keras_attention import validation
-from keras_attention.layers.monotonic_base import MonotonicAttentionBase
+from keras_attention.layers.alignment.monotonic_attention_base import MonotonicAttentionBase
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_attention import scores
 from keras_attention import validation
-from keras_attention.layers.content_attention import ContentAttention
+from keras_attention.layers.content.content_attention import ContentAttention
 from keras_attention.layers.kernel_args import KernelArgsMixin
 
 

@@ -2,10 +2,10 @@ import keras
 from keras import ops
 
 from keras_attention import validation
-from keras_attention.layers import attention_rnn_options as options
-from keras_attention.layers.attention_rnn_memory import MemoryInState
-from keras_attention.layers.attention_rnn_state import AttentionRNNState
-from keras_attention.layers.attention_rnn_state import StateLayout
+from keras_attention.layers.recurrent import attention_rnn_options as options
+from keras_attention.layers.recurrent.attention_rnn_state import AttentionRNNState
+from keras_attention.layers.recurrent.attention_rnn_state import StateLayout
+from keras_attention.layers.recurrent.memory_in_state import MemoryInState
 
 __all__ = ["AttentionRNNCell", "AttentionRNNState"]  # the state, from here as before
 
@@ -219,7 +219,7 @@ class AttentionRNNCell(MemoryInState, keras.layers.Layer):
 
     # ------------------------------------------------------------ state
     def initial_state(self, value, key=None, value_mask=None, cell_state=None):
-        """The initial state list for `value` `(B, Tv, dv)` (and `key`).
+        """The initial state list for `value` `(B, Tv, dv)` or a grid `(B, *grid, dv)` (and `key`).
 
         Builds the attentions on the memory's shapes, computes their key/value
         projections once, and starts the wrapped cell from `cell_state` (a
@@ -237,6 +237,7 @@ class AttentionRNNCell(MemoryInState, keras.layers.Layer):
             [tuple(v.shape) for v in values] if multiple else tuple(values[0].shape),
             [tuple(k.shape) for k in keys] if multiple else tuple(keys[0].shape),
         )
+        keys, values, masks = zip(*map(self._flat_memory, keys, values, masks))  # grids: (B, N, ·)
         weights, key_features, value_features, value_masks = [], [], [], []
         per_row = None  # (B, 1) zeros
         for attention, k, v, mask in zip(self._attentions, keys, values, masks):

@@ -2,7 +2,7 @@ import keras
 
 from keras_attention import masks as masks_lib
 from keras_attention import monotonic
-from keras_attention.layers.bahdanau_monotonic import BahdanauMonotonicAttention
+from keras_attention.layers.alignment.bahdanau_monotonic_attention import BahdanauMonotonicAttention
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

@@ -1,9 +1,9 @@
 import keras
 from keras import ops
 
-from keras_attention import scores
+from keras_attention import backends
 from keras_attention import validation
-from keras_attention.layers.luong import LuongAttention
+from keras_attention.layers.content.luong_attention import LuongAttention
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -137,7 +137,7 @@ class LuongLocalPAttention(LuongAttention):
         hidden = ops.tanh(self.position_dense(query))  # (B, [Tq,] P)
         v = ops.cast(self.position_v, hidden.dtype)
         flat = ops.reshape(hidden, (-1, ops.shape(v)[0]))  # a rank-2 product (XLA in loops)
-        logits = ops.reshape(scores.matmul(flat, v[:, None]), ops.shape(hidden)[:-1])
+        logits = ops.reshape(backends.matmul(flat, v[:, None]), ops.shape(hidden)[:-1])
         if value_mask is None:
             length = ops.cast(value_length, "float32")
         else:

@@ -1,11 +1,12 @@
 import keras
 from keras import ops
 
+from keras_attention import backends
 from keras_attention import location_relative
 from keras_attention import ops as attention_ops
 from keras_attention import scores
 from keras_attention import validation
-from keras_attention.layers.alignment_attention import AlignmentAttention
+from keras_attention.layers.alignment.alignment_attention import AlignmentAttention
 from keras_attention.layers.kernel_args import KernelArgsMixin
 from keras_attention.layers.kernel_args import sublayer_initializer
 
@@ -168,12 +169,12 @@ class DynamicConvolutionAttention(KernelArgsMixin, AlignmentAttention):
         # a step convolves straight to the attention size, without the C
         # channels in between (the products are rank 2: a rank-3 Dense is a
         # Tensordot, whose gradient XLA cannot compile in an RNN's while loop).
-        static = scores.matmul(self.static_kernel, self.static_dense.kernel)  # (W_s, U)
+        static = backends.matmul(self.static_kernel, self.static_dense.kernel)  # (W_s, U)
         filters = ops.reshape(
             query_features, (-1, self.dynamic_filters, self.dynamic_kernel_size)
         )  # (B, C_d, W_d)
         filters = ops.reshape(ops.swapaxes(filters, 1, 2), (-1, self.dynamic_filters))
-        dynamic = scores.matmul(filters, ops.cast(self.dynamic_dense.kernel, filters.dtype))
+        dynamic = backends.matmul(filters, ops.cast(self.dynamic_dense.kernel, filters.dtype))
         dynamic = ops.reshape(dynamic, (batch, self.dynamic_kernel_size, self.units))
         static = ops.cast(static, dynamic.dtype)
         if self.static_kernel_size == self.dynamic_kernel_size:  # one convolution

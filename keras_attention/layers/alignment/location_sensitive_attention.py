@@ -5,7 +5,7 @@ from keras_attention import location_relative
 from keras_attention import ops as attention_ops
 from keras_attention import scores
 from keras_attention import validation
-from keras_attention.layers.alignment_attention import AlignmentAttention
+from keras_attention.layers.alignment.alignment_attention import AlignmentAttention
 from keras_attention.layers.kernel_args import KernelArgsMixin
 from keras_attention.layers.kernel_args import sublayer_initializer
 

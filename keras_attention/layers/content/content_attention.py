@@ -309,7 +309,7 @@ class ContentAttention(BaseAttention):
         if grid is not None and weights is not None:
             weights = grid_lib.unflatten(weights, grid)  # (B, [Tq,] *grid)
         # In the layer's compute dtype on every backend (a float64 Dense on
-        # torch returns float32, `scores.matmul`).
+        # torch returns float32, `backends.matmul`).
         context = ops.cast(self._merge(context), self.compute_dtype)
         if return_attention_scores:
             return context, weights

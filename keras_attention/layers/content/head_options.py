@@ -44,7 +44,7 @@ class HeadOptionsMixin:
                     logit_soft_cap,
                 )
         self.logit_soft_cap = logit_soft_cap
-        self.rope_scaling = rotary.rope_scaling_config(owner, "rope_scaling", rope_scaling)
+        self.rope_scaling = validation.rope_scaling(owner, "rope_scaling", rope_scaling)
         if self.rope_scaling is not None and not self.rotary:
             validation.fail(owner, "rope_scaling", "None unless rotary=True", rope_scaling)
 

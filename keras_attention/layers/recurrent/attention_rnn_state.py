@@ -67,7 +67,9 @@ class MemoryLayout(NamedTuple):
     batch and `Tv` (the heads of `MultiHead`) and after it (the features);
     `weights` the dimensions between the batch and `Tv`. `weights_size` is
     `[H *] Tv` (None for an unknown `Tv`), `alignment_keys` and
-    `alignment_sizes` name and size the alignment state's tensors.
+    `alignment_sizes` name and size the alignment state's tensors. `grid` is
+    the grid of a grid memory, `()` for a sequence: `Tv` is then its `N =
+    prod(grid)` positions, and `split_weights` shapes the weights like it.
     """
 
     keys: tuple
@@ -78,6 +80,7 @@ class MemoryLayout(NamedTuple):
     alignment_sizes: tuple
     context_size: int
     attention_size: int
+    grid: tuple = ()
 
     @classmethod
     def of(cls, attention, value_shape, projected, query_size, attention_layer=None):
@@ -214,13 +217,14 @@ class StateLayout:
         return list(zip(*(self._each(getattr(state, field), field) for field in fields)))
 
     def split_weights(self, outputs):
-        """Each attention's weights `(..., [H,] Tv)` out of the last features of `outputs`."""
+        """Each attention's weights `(..., [H,] Tv or *grid)`, the last features of `outputs`."""
         sizes = self.weights_sizes
         end = outputs.shape[-1] - sum(sizes)
         weights = []
         for size, memory in zip(sizes, self.memories):
             flat = outputs[..., end : end + size]  # (..., [H*]Tv)
-            tail = (*memory.weights, size // math.prod(memory.weights))  # ([H,] Tv)
+            positions = memory.grid or (size // math.prod(memory.weights),)
+            tail = (*memory.weights, *positions)  # ([H,] Tv or *grid)
             if keras.backend.is_keras_tensor(flat):  # a Functional model's node
                 lead = [-1 if d is None else d for d in flat.shape[1:-1]]
                 weights.append(keras.layers.Reshape((*lead, *tail))(flat))

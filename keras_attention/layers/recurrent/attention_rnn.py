@@ -1,6 +1,6 @@
 import keras
 
-from keras_attention.layers.attention_rnn_cell import AttentionRNNCell
+from keras_attention.layers.recurrent.attention_rnn_cell import AttentionRNNCell
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -22,11 +22,14 @@ class AttentionRNN(keras.layers.RNN):
 
     Call arguments:
         sequences: `(B, T, d_in)` decoder inputs.
-        memory: `(B, Tv, dv)` encoder outputs, attended at every step; with
-            a cell of several attentions, one memory for all or a list with
-            one per attention (each its own `Tv` and `dv`).
-        memory_mask: boolean `(B, Tv)`, True on real memory positions (a
-            list with a list of memories).
+        memory: `(B, Tv, dv)` encoder outputs, attended at every step, or a
+            grid `(B, *grid, dv)` (an image's features) for an attention that
+            takes one (Bahdanau, Luong, scaled dot product), flattened once to
+            `prod(grid)` positions; with a cell of several attentions, one
+            memory for all or a list with one per attention (each its own
+            `Tv` and `dv`).
+        memory_mask: boolean `(B, Tv)` or `(B, *grid)`, True on real memory
+            positions (a list with a list of memories).
         initial_state: initial states of the wrapped cell (e.g. the
             encoder's final state), or None for zeros.
         sequences_mask: boolean `(B, T)`, True on real decoder steps; Keras
@@ -61,12 +64,12 @@ class AttentionRNN(keras.layers.RNN):
 
     def build(self, sequences_shape, memory_shape=None, initial_state_shape=None):
         if memory_shape is not None:
-            self.cell._build_memory(memory_shape, memory_shape)  # noqa: SLF001 (its own cell)
+            self.cell._build_memory(memory_shape, memory_shape, "memory")  # noqa: SLF001
         super().build(sequences_shape)
 
     def compute_output_shape(self, sequences_shape, memory_shape=None, **kwargs):
         if memory_shape is not None and self.cell._memory_shapes is None:  # noqa: SLF001
-            self.cell._build_memory(memory_shape, memory_shape)  # noqa: SLF001 (its own cell)
+            self.cell._build_memory(memory_shape, memory_shape, "memory")  # noqa: SLF001
         return super().compute_output_shape(sequences_shape)
 
     def call(
