@@ -8,10 +8,15 @@
 #   OUT=/some/folder bash benchmarks/gpu_train.sh            # on a GPU machine
 #   QUICK=1 OUT=/tmp/o bash benchmarks/gpu_train.sh          # plumbing, on a CPU
 #
-# Needs TensorFlow (a CPU build is enough: it only feeds tf.data and the text
-# ops on the host) next to a CUDA JAX; the example's input pipeline is
-# TensorFlow on every backend. Wheels in .whl/ are installed into /tmp/site
-# first (keras, namex, optree, and TensorFlow's if the machine has none).
+# Needs no TensorFlow: where it does not import, the example reads its data
+# with its numpy input pipeline (examples/nmt/host: the same splits, vocabulary
+# files and batching rules as tf.data), so keras + a CUDA JAX + numpy +
+# sentencepiece + sacrebleu (and matplotlib for the plots) are enough; the
+# runs end with model.keras, metrics.json etc. and no SavedModel (a line says
+# how to write it later on a machine with TensorFlow). Where TensorFlow is
+# installed it feeds the data instead (INPUT_PIPELINE=numpy forces the numpy
+# one). Wheels in .whl/ are installed into /tmp/site first (keras, namex,
+# optree, sentencepiece, sacrebleu and its dependencies, if the machine lacks them).
 # FRA_ENG=path/to/fra-eng.zip (default: shared/data/fra-eng.zip, else
 # ../shared/data/fra-eng.zip). G2P_S and REAL_S bound each run (seconds).
 set -u
@@ -19,7 +24,8 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:?set OUT to a folder for the results}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=3 KERAS_BACKEND=jax
-# TensorFlow only runs the host pipeline: examples.nmt.backend hides the GPUs from it.
+# TensorFlow, if installed, only feeds the data: examples.nmt.backend hides the GPUs from it.
+export NMT_INPUT_PIPELINE=${INPUT_PIPELINE:-auto}
 if compgen -G ".whl/*.whl" >/dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target /tmp/site .whl/*.whl || exit 1
@@ -28,16 +34,19 @@ fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 python3 - <<'EOF' | tee "$OUT/versions.txt"
 import importlib, platform
-for name in ("keras", "jax", "tensorflow", "tensorflow_text", "tensorflow_datasets"):
+for name in ("keras", "jax", "numpy", "sentencepiece", "sacrebleu", "matplotlib",
+             "tensorflow", "tensorflow_text", "tensorflow_datasets"):
     try:
         print(name, importlib.import_module(name).__version__)
     except Exception as error:  # a missing package is the finding
         print(name, "MISSING:", type(error).__name__, error)
 import jax
+from examples.nmt import host
 print("devices", jax.devices(), "python", platform.python_version())
+print("input pipeline", "numpy (no TensorFlow)" if host.uses_host() else "tensorflow")
 EOF
-if ! python3 -c "import tensorflow, tensorflow_text" 2>/dev/null; then
-    echo "TensorFlow and TensorFlow Text are needed for the input pipeline: stopping." | tee -a "$OUT/versions.txt"
+if ! python3 -c "import numpy, sentencepiece, sacrebleu, matplotlib" 2>/dev/null; then
+    echo "numpy, sentencepiece, sacrebleu and matplotlib are needed (pip install '.[examples-notf]'): stopping." | tee -a "$OUT/versions.txt"
     exit 2
 fi
 FRA_ENG=${FRA_ENG:-$( [ -f shared/data/fra-eng.zip ] && echo shared/data/fra-eng.zip || echo ../shared/data/fra-eng.zip )}

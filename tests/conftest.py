@@ -42,6 +42,7 @@ EXAMPLES_ON_EVERY_BACKEND = (
     "examples/nmt/training/test_data_parallel.py",
     "examples/nmt/models/",
     "examples/nmt/test_transformer_step_benchmark.py",
+    "examples/nmt/host/test_runs.py",
 )
 # Tests inside those modules that do pass backend tensors: they run everywhere.
 BACKEND_DEPENDENT = (

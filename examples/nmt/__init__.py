@@ -22,6 +22,10 @@ Laid out by role; a sentence goes text -> data -> models -> translator:
         Bahdanau-style decoders), ``transformer``, ``losses`` and ``metrics``.
     training/: ``pipeline`` (the whole run), ``fit`` (fit and resume),
         ``checkpointing`` (``RunCheckpoint``), ``recipes``, ``distribution``.
+    host/: the numpy input pipeline, for a Python without TensorFlow
+        (``text``, ``fingerprint``, ``vocabularies``, ``splits``, ``batches``,
+        ``translation``): the same splits, vocabulary files and batching rules;
+        ``host.uses_host()`` (``--input-pipeline``) picks it.
     translator: the one strings -> ids -> search -> strings function.
     evaluation: BLEU, chrF, exact match, alignment accuracy, WER and PER of a split.
     export: the ``translate(strings)`` SavedModel (``translator`` inside).

@@ -29,6 +29,8 @@ from typing import Any
 import keras
 import numpy as np
 
+from examples.nmt import host
+
 BACKENDS = ("tensorflow", "jax", "torch")
 # On a backend that compiles one program per shape (JAX), sequences are padded
 # to a multiple of this many tokens (training batches and the searches' sources).
@@ -46,7 +48,7 @@ def keep_tensorflow_on_the_host() -> None:
     A CUDA build of TensorFlow would otherwise take most of each GPU's memory
     when it starts. Call before any TensorFlow op; a no-op on TensorFlow.
     """
-    if name() == "tensorflow":
+    if name() == "tensorflow" or host.uses_host():
         return
     import tensorflow as tf  # noqa: PLC0415
 

@@ -23,8 +23,9 @@ from collections.abc import Sequence
 
 from examples.nmt import backend
 from examples.nmt import cli
+from examples.nmt import host
 from examples.nmt import runs
-from examples.nmt.data import sources
+from examples.nmt.data import arguments
 from examples.nmt.evaluation import evaluate
 from examples.nmt.models import attentions
 
@@ -33,9 +34,20 @@ def run_flags() -> set[str]:
     """The data and decoding flags (``sources.add_arguments``, ``cli.add_decoding_arguments``):
     their defaults are the run's own values (its config.json)."""
     shared = argparse.ArgumentParser(add_help=False)
-    sources.add_arguments(shared)
+    arguments.add_arguments(shared)
     cli.add_decoding_arguments(shared)
     return set(vars(shared.parse_args([])))
+
+
+def splits_from_args(args: argparse.Namespace) -> dict:
+    """The splits, read by this process's input pipeline (``examples.nmt.host``)."""
+    if host.uses_host():
+        from examples.nmt.host import splits  # noqa: PLC0415
+
+        return splits.splits_from_args(args)
+    from examples.nmt.data import sources  # noqa: PLC0415  (TensorFlow)
+
+    return sources.splits_from_args(args)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
@@ -44,15 +56,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         prog="python -m examples.nmt.evaluate", description=main.__doc__
     )
     cli.add_model_arguments(parser)
-    parser.add_argument("--split", default="test", choices=sources.SPLITS)
+    parser.add_argument("--split", default="test", choices=arguments.SPLITS)
     parser.add_argument("--batch-size", type=cli.integer_at_least(1), default=256)
     parser.add_argument(
         "--attention-mode",
         help="decode with the run's monotonic or stepwise attention in this mode "
         "(e.g. hard, for weights trained soft); the saved model is unchanged",
     )
-    sources.add_arguments(parser)
+    arguments.add_arguments(parser)
     cli.add_decoding_arguments(parser)
+    cli.add_input_pipeline_argument(parser)
+    cli.apply_input_pipeline(parser.parse_known_args(argv)[0])
     backend.keep_tensorflow_on_the_host()  # on JAX or PyTorch the GPUs are theirs
     # The run's own data and decoding settings are the defaults (a flag given
     # wins): `--model runs/g2p` alone scores the pronunciation run on its test split.
@@ -65,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         if args.attention_mode is not None:
             for member in getattr(model, "members", (model,)):
                 attentions.set_attention_mode(member, args.attention_mode)
-        split = sources.splits_from_args(args)[args.split]
+        split = splits_from_args(args)[args.split]
     except (OSError, ValueError, cli.RunError) as error:
         cli.fail(parser.prog, str(error))
     metrics, _ = evaluate(
@@ -78,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         coverage_penalty=args.coverage_penalty,
         max_length=args.max_decode_length,
         max_source_length=config.get("max_length"),
-        pronunciation=sources.is_pronunciation(args.dataset),
+        pronunciation=arguments.is_pronunciation(args.dataset),
     )
     print(json.dumps(metrics, indent=2, sort_keys=True))
     if "wer" in metrics:

@@ -22,19 +22,18 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
+from collections.abc import Iterator
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import sacrebleu
-import tensorflow as tf
 from keras import ops
 
-from examples.nmt import translator
-from examples.nmt.data.batching import make_text_batches
+from examples.nmt.host import translation
+from examples.nmt.host.vocabularies import Vocabularies as HostVocabularies
 from examples.nmt.models.decoding import Decoder
 from examples.nmt.text.special import START_ID
-from examples.nmt.text.vocabularies import Vocabularies
 
 
 def alignment_accuracy(
@@ -160,10 +159,46 @@ def pronunciation_scores(
     }
 
 
+def translate_fn(model: Decoder, vocabularies: Any, **settings: Any) -> Callable:
+    """``translator.translate_fn`` (TensorFlow text ops) or, for host vocabularies, the host one.
+
+    Either takes a batch of strings and returns ``translator.translate``'s outputs.
+    """
+    if isinstance(vocabularies, HostVocabularies):
+        return translation.translate_fn(model, vocabularies, **settings)
+    from examples.nmt import translator  # noqa: PLC0415  (TensorFlow)
+
+    return translator.translate_fn(model, vocabularies, **settings)
+
+
+def text_batches(
+    split: Any, vocabularies: Any, batch_size: int, max_length: int, with_alignment: bool
+) -> Iterator[dict[str, Any]]:
+    """A split's ``source`` and ``target`` strings (``str`` lists) in order, ``batch_size`` a batch.
+
+    A host split (a list of pairs) is cut as it is; a ``tf.data`` one goes
+    through ``batching.make_text_batches`` (with the gold ``alignment``).
+    """
+    if isinstance(split, list):
+        for start in range(0, len(split), batch_size):
+            pairs = split[start : start + batch_size]
+            yield {"source": [s for s, _ in pairs], "target": [t for _, t in pairs]}
+        return
+    from examples.nmt.data.batching import make_text_batches  # noqa: PLC0415  (TensorFlow)
+
+    batches = make_text_batches(
+        split, vocabularies, batch_size, max_length=max_length, with_alignment=with_alignment
+    )
+    for batch in batches.as_numpy_iterator():
+        batch["source"] = [text.decode("utf-8") for text in batch["source"]]
+        batch["target"] = [text.decode("utf-8") for text in batch["target"]]
+        yield batch
+
+
 def evaluate(
     model: Decoder,
-    split: tf.data.Dataset,
-    vocabularies: Vocabularies,
+    split: Any,
+    vocabularies: Any,
     *,
     batch_size: int = 256,
     beam_size: int = 1,
@@ -187,9 +222,9 @@ def evaluate(
         cut at ``max_source_length`` tokens (``max_length`` if None), outputs
         at ``max_length``.
     """
-    with_alignment = "alignment" in split.element_spec
+    with_alignment = not isinstance(split, list) and "alignment" in split.element_spec
     max_source_length = max_source_length or max_length
-    translate = translator.translate_fn(
+    translate = translate_fn(
         model,
         vocabularies,
         max_length=max_length,
@@ -198,13 +233,7 @@ def evaluate(
         alpha=length_penalty,
         beta=coverage_penalty,
     )
-    batches = make_text_batches(
-        split,
-        vocabularies,
-        batch_size,
-        max_length=max_source_length,
-        with_alignment=with_alignment,
-    )
+    batches = text_batches(split, vocabularies, batch_size, max_source_length, with_alignment)
     hypotheses: list[str] = []
     references: list[str] = []
     source_texts: list[str] = []
@@ -213,11 +242,11 @@ def evaluate(
     for batch in batches:
         outputs = {name: np.asarray(value) for name, value in translate(batch["source"]).items()}
         hypotheses.extend(text.decode("utf-8") for text in outputs["translation"])
-        references.extend(text.decode("utf-8").strip() for text in batch["target"].numpy())
-        source_texts.extend(text.decode("utf-8").strip() for text in batch["source"].numpy())
+        references.extend(text.strip() for text in batch["target"])
+        source_texts.extend(text.strip() for text in batch["source"])
         if with_alignment:
             hits, count = alignment_accuracy(
-                outputs["attention"], batch["alignment"].numpy(), outputs["target_length"]
+                outputs["attention"], batch["alignment"], outputs["target_length"]
             )
             correct, total = correct + hits, total + count
         for index in range(min(samples - len(kept), len(outputs["translation"]))):
@@ -244,7 +273,7 @@ def sample(outputs: dict[str, np.ndarray], index: int, model: Any = None) -> dic
     mean is ``attention``).
     """
     one = {name: value[index : index + 1] for name, value in outputs.items()}
-    kept = translator.sentences(one)[0]
+    kept = translation.sentences(one)[0]
     length, source_length = len(kept["target"]), len(kept["source"])
     if hasattr(model, "cross_attention") and length:
         ids = outputs["ids"][index, :length]

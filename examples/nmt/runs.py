@@ -29,12 +29,12 @@ import keras
 import numpy as np
 
 from examples.nmt import backend
+from examples.nmt import host
 from examples.nmt.cli import RunError
 from examples.nmt.models import rnn as _rnn  # noqa: F401  (registers Seq2Seq for loading)
 from examples.nmt.models import transformer as _transformer  # noqa: F401  (registers it)
 from examples.nmt.models.decoding import Decoder
 from examples.nmt.models.ensemble import Ensemble
-from examples.nmt.text.vocabularies import Vocabularies
 
 CONFIG = "config.json"
 MODEL = "model.keras"
@@ -108,9 +108,16 @@ RESUME_IRRELEVANT = frozenset(
 )
 
 
-def load_run(
-    directory: str, average_checkpoints: int | None = None
-) -> tuple[keras.Model, Vocabularies]:
+def load_vocabularies(directory: str) -> Any:
+    """A run's vocabularies, for this process's input pipeline (the same files either way)."""
+    if host.uses_host():
+        from examples.nmt.host.vocabularies import Vocabularies  # noqa: PLC0415
+    else:
+        from examples.nmt.text.vocabularies import Vocabularies  # noqa: PLC0415
+    return Vocabularies.load(directory)
+
+
+def load_run(directory: str, average_checkpoints: int | None = None) -> tuple[keras.Model, Any]:
     """``model.keras`` and the vocabularies of a train.py output dir.
 
     With ``average_checkpoints`` N, the model holds the element-wise mean of
@@ -123,12 +130,12 @@ def load_run(
     model = keras.saving.load_model(path, compile=False)
     if average_checkpoints is not None:
         model.set_weights(averaged_weights(directory, average_checkpoints))
-    return model, Vocabularies.load(directory)
+    return model, load_vocabularies(directory)
 
 
 def load_runs(
     directories: Sequence[str], average_checkpoints: int | None = None
-) -> tuple[Decoder, Vocabularies]:
+) -> tuple[Decoder, Any]:
     """``load_run`` of one run, or an ``Ensemble`` of several, with the first run's vocabularies.
 
     The runs of an ensemble must share both vocabularies: the target one (the

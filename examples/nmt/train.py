@@ -41,12 +41,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from examples.nmt import cli
-from examples.nmt.data import sources
+from examples.nmt import host
+from examples.nmt.data import arguments
+from examples.nmt.host.text import TOKENIZERS
 from examples.nmt.models.attentions import ATTENTIONS
 from examples.nmt.models.attentions import SIZED_ATTENTIONS
 from examples.nmt.models.rnn import DECODERS
 from examples.nmt.models.rnn import RNNS
-from examples.nmt.text.vocabularies import TOKENIZERS
 from examples.nmt.training import distribution
 from examples.nmt.training import recipes
 from examples.nmt.training.pipeline import train
@@ -59,7 +60,8 @@ def make_parser() -> argparse.ArgumentParser:
         prog="python -m examples.nmt.train", description=__doc__.split("\n")[0]
     )
     positive, at_least = cli.integer_at_least(1), cli.integer_at_least
-    sources.add_arguments(parser)
+    arguments.add_arguments(parser)
+    cli.add_input_pipeline_argument(parser)
     parser.add_argument("--output-dir", default=DEFAULT_OUTPUT_DIR)
     parser.add_argument(
         "--overwrite",
@@ -283,16 +285,31 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = make_parser()
     args = parser.parse_args(argv)
     check_args(parser, args)
+    cli.apply_input_pipeline(args)
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Trains with command-line arguments; see the module doc."""
-    import tensorflow_datasets as tfds  # noqa: PLC0415
-
     parser = make_parser()
     args = parser.parse_args(argv)
     check_args(parser, args)
+    cli.apply_input_pipeline(args)
+    try:
+        on_host = host.uses_host()
+    except ValueError as error:
+        cli.fail(parser.prog, str(error))
+    if on_host:  # no TensorFlow: only the datasets plain Python reads
+        from examples.nmt.host.splits import check_dataset  # noqa: PLC0415
+
+        try:
+            check_dataset(args.dataset)
+        except ValueError as error:
+            cli.fail(parser.prog, str(error))
+    else:
+        import tensorflow_datasets as tfds  # noqa: PLC0415
+
+        tfds.disable_progress_bar()
     try:
         # First: several processes meet here before any other work.
         distributed = distribution.setup(
@@ -300,7 +317,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         )
     except cli.RunError as error:
         cli.fail(parser.prog, str(error))
-    tfds.disable_progress_bar()
     chief = distributed.is_chief
     if not chief:  # other processes train in step with the chief; their files are dropped
         args.output_dir = tempfile.mkdtemp(prefix="nmt-process-")

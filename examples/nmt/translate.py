@@ -34,13 +34,13 @@ from collections.abc import Callable
 from collections.abc import Sequence
 from typing import Any
 
-import tensorflow as tf
-
 from examples.nmt import backend
 from examples.nmt import cli
+from examples.nmt import evaluation
+from examples.nmt import host
 from examples.nmt import plots
 from examples.nmt import runs
-from examples.nmt import translator
+from examples.nmt.host.translation import sentences as output_sentences
 
 DEFAULT_MAX_LENGTH = 64
 
@@ -63,6 +63,9 @@ def saved_model_translator(
     translation, its score, tokens and ``(T, Ts)`` attention
     (``translator.sentences``).
     """
+    import tensorflow as tf  # noqa: PLC0415  (a SavedModel is TensorFlow's)
+    import tensorflow_text  # noqa: F401, PLC0415  (registers the ops a SavedModel may hold)
+
     saved = tf.saved_model.load(path)
     options = {
         name: tf.constant(value, dtype)
@@ -77,7 +80,7 @@ def saved_model_translator(
 
     def translate(sentences: Sequence[str]) -> list[dict[str, Any]]:
         texts = tf.constant(list(sentences), tf.string)
-        return translator.sentences(saved.translate(texts, **options))
+        return output_sentences(saved.translate(texts, **options))
 
     return translate
 
@@ -104,7 +107,7 @@ def keras_translator(
     def setting(value: Any, name: str, default: Any) -> Any:
         return config.get(name, default) if value is None else value
 
-    translate_texts = translator.translate_fn(
+    translate_texts = evaluation.translate_fn(
         model,
         vocabularies,
         max_length=setting(max_length, "max_decode_length", DEFAULT_MAX_LENGTH),
@@ -115,7 +118,7 @@ def keras_translator(
     )
 
     def translate(sentences: Sequence[str]) -> list[dict[str, Any]]:
-        return translator.sentences(translate_texts(tf.constant(list(sentences), tf.string)))
+        return output_sentences(translate_texts(list(sentences)))
 
     return translate
 
@@ -221,14 +224,16 @@ def make_parser() -> argparse.ArgumentParser:
         "--beta", "--coverage-penalty", dest="coverage_penalty", type=float, help="GNMT beta"
     )
     parser.add_argument("--max-decode-length", type=at_least_one, help="most output tokens")
+    cli.add_input_pipeline_argument(parser)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Translates sentences given on the command line, or a file one line at a time."""
-    backend.keep_tensorflow_on_the_host()  # on JAX or PyTorch the GPUs are theirs
     parser = make_parser()
     args = parser.parse_args(argv)
+    cli.apply_input_pipeline(args)
+    backend.keep_tensorflow_on_the_host()  # on JAX or PyTorch the GPUs are theirs
     if args.input is None and not args.sentences and not sys.stdin.isatty():
         args.input = "-"
     if args.input is None and not args.sentences:
@@ -241,7 +246,9 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     saved_model = os.path.join(folders[0], "saved_model")
     # A run's SavedModel is its best epoch alone: an ensemble or an average needs the code.
     alone = len(folders) == 1 and args.average_checkpoints is None
+    # Without TensorFlow (the host pipeline), model.keras translates.
     use_saved_model = alone and os.path.isdir(saved_model) and not args.keras
+    use_saved_model = use_saved_model and not host.uses_host()
     for folder in folders:
         if not use_saved_model and not os.path.isfile(os.path.join(folder, runs.MODEL)):
             found = "" if alone else " (an ensemble or --average-checkpoints needs it)"

@@ -40,11 +40,12 @@ import numpy as np
 import tensorflow as tf
 
 from examples.nmt import backend
+from examples.nmt.host.translation import sentences  # noqa: F401  (translator.sentences)
 from examples.nmt.models.decoding import Decoder
-from examples.nmt.models.decoding import search_start
-from examples.nmt.text.special import END_ID
+from examples.nmt.models.decoding import Int
+from examples.nmt.models.decoding import Real
+from examples.nmt.models.decoding import search
 from examples.nmt.text.special import PAD_ID
-from examples.nmt.text.special import START_ID
 from examples.nmt.text.special import UNK_ID
 from examples.nmt.text.vocabularies import Vocabularies
 from keras_attention import decoding
@@ -63,58 +64,6 @@ OUTPUTS = (
 )
 
 SearchResult = decoding.SearchResult
-# A beam size, length or penalty may be a Python number or a scalar tensor (a graph input).
-Int = int | tf.Tensor
-Real = float | tf.Tensor
-
-
-def search(
-    model: Decoder,
-    source_ids: Any,
-    *,
-    max_length: Int = 64,
-    beam_size: Int = 1,
-    alpha: Real = 0.0,
-    beta: Real = 0.0,
-) -> SearchResult:
-    """The best hypothesis of a search over ``(B, Ts)`` source ids; fields ``(B, ...)``.
-
-    A ``beam_size`` of 1 (a Python int, or a tensor that holds 1 when the
-    graph runs) takes the greedy search (``scores == log_probs``); anything
-    else the beam search, with the GNMT length penalty ``alpha`` and coverage
-    penalty ``beta``. Backend tensors in and out (``keras.ops``); a tensor
-    ``beam_size`` (the SavedModel's graph input) needs TensorFlow.
-    """
-    common = dict(start_id=START_ID, end_id=END_ID, max_length=max_length, pad_id=PAD_ID)
-
-    def greedy() -> SearchResult:
-        step, state = search_start(model, source_ids, max_length, 1)
-        return decoding.greedy_search(step, state, **common)
-
-    def beam() -> SearchResult:
-        step, state = search_start(model, source_ids, max_length, beam_size)
-        # Only the best hypothesis is kept: each sentence stops once its best
-        # has ended for good, not when all its beams have (same translation).
-        return decoding.beam_search(
-            step,
-            state,
-            beam_size=beam_size,
-            length_penalty_alpha=alpha,
-            coverage_penalty_beta=beta,
-            early_stopping=True,
-            **common,
-        )
-
-    if isinstance(beam_size, int):
-        result = greedy() if beam_size == 1 else beam()
-    else:  # a graph input (the SavedModel): checked when it runs
-        tf.debugging.assert_greater_equal(
-            beam_size, 1, message="Expected beam_size >= 1 (a SavedModel input)"
-        )
-        # One graph, both searches: a beam of 1 would gather every state
-        # (the Transformer's whole key/value caches) at every step.
-        result = tf.cond(tf.equal(beam_size, 1), greedy, beam)
-    return keras.tree.map_structure(lambda x: x[:, 0], result)  # best first
 
 
 def encode_sources(
@@ -258,29 +207,3 @@ def translate_fn(
         return {name: np.asarray(value) for name, value in outputs.items()}
 
     return translate_texts
-
-
-def sentences(outputs: dict[str, Any]) -> list[dict[str, Any]]:
-    """``translate``'s batch outputs (tensors or arrays), one dict per sentence.
-
-    Each holds ``translation`` (str), ``score``, the ``source`` and ``target``
-    tokens (``[END]`` included), the ``(T, Ts)`` ``attention`` over them,
-    ``source_length`` and ``unknown_tokens``.
-    """
-    outputs = {name: np.asarray(value) for name, value in outputs.items()}
-    results = []
-    for index, text in enumerate(outputs["translation"]):
-        source = [token.decode() for token in outputs["source_tokens"][index] if token]
-        length = int(outputs["target_length"][index])
-        results.append(
-            {
-                "translation": text.decode(),
-                "score": float(outputs["scores"][index]),
-                "source": source,
-                "target": [token.decode() for token in outputs["target_tokens"][index, :length]],
-                "attention": outputs["attention"][index, :length, : len(source)],
-                "source_length": int(outputs["source_length"][index]),
-                "unknown_tokens": int(outputs["unknown_tokens"][index]),
-            }
-        )
-    return results

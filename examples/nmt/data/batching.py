@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from examples.nmt.host.batches import bucket_boundaries
 from examples.nmt.text.special import END_ID
 from examples.nmt.text.special import PAD_ID
 from examples.nmt.text.special import START_ID
@@ -79,8 +80,7 @@ def _with_alignment_matrix(example: dict) -> dict:
     return {**example, "alignment": alignment_matrix(example["alignment"], *lengths)}
 
 
-def _bucket_boundaries(max_length: int) -> list[int]:
-    return [length for length in (8, 16, 32, 64, 128, 256) if length < max_length]
+_bucket_boundaries = bucket_boundaries  # the host pipeline's definition
 
 
 def _example_length(example: dict) -> tf.Tensor:

@@ -13,24 +13,13 @@ import random
 
 import tensorflow as tf
 
-from examples.nmt.data import pronouncing_dictionary
-from examples.nmt.data import pronunciations
 from examples.nmt.data import tsv
 from examples.nmt.data.splitting import Splits
 from examples.nmt.data.splitting import check_split_sizes
 from examples.nmt.data.splitting import split_by_hash
 from examples.nmt.data.splitting import without_sources
-
-_ENGLISH = ("en", "eng", "english")
-
-
-def tsv_pairs(path: str, source_lang: str | None, target_lang: str | None) -> list[tuple[str, str]]:
-    """Reads ``English<TAB>Other`` as ``(source, target)``: Other first unless told otherwise."""
-    pairs = list(tsv.read_pairs(path))
-    english_first = source_lang in _ENGLISH or (
-        target_lang is not None and target_lang not in _ENGLISH
-    )
-    return [pair if english_first else pair[::-1] for pair in pairs]
+from examples.nmt.data.tsv import tsv_pairs  # noqa: F401  (its home was here)
+from examples.nmt.host.splits import test_file_pairs
 
 
 def test_file_split(
@@ -40,21 +29,8 @@ def test_file_split(
     target_lang: str | None,
     keep_stress: bool,
 ) -> tf.data.Dataset:
-    """The ``--test`` file as a split, read in the format of ``dataset``."""
-    if dataset.startswith("tsv:"):
-        pairs = tsv_pairs(path, source_lang, target_lang)
-    elif pronouncing_dictionary.is_pronunciation(dataset):
-        stress = keep_stress or dataset.split("/")[-1] == "stress"
-        pairs = list(pronunciations.read_pronunciations(path, stress=stress))
-        words = {word for word, _ in pairs}
-        print(f"Test file {path}: {len(words):,} words, {len(set(pairs)):,} references")
-    else:
-        raise ValueError(
-            "Expected --test with a tsv:PATH, dict:PATH or cmu_pronouncing_dictionary dataset "
-            f"(a file in that format). Received --dataset {dataset} (use its own test split)"
-        )
-    if not pairs:
-        raise ValueError(f"Expected examples in the test file {path}. Received an empty file.")
+    """The ``--test`` file as a split, read in the format of ``dataset`` (``host.splits``)."""
+    pairs = test_file_pairs(dataset, path, source_lang, target_lang, keep_stress)
     sources, targets = zip(*pairs, strict=True)
     return tf.data.Dataset.from_tensor_slices({"source": list(sources), "target": list(targets)})
 

@@ -27,18 +27,15 @@ train = tfds.load("cmu_pronouncing_dictionary", split="train")
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import lzma
-import os
 
 import tensorflow_datasets as tfds
 from etils import epath
 
 from examples.nmt.data import pronunciations
-
-DICTIONARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmudict", "cmudict.dict.xz")
-# SHA-256 of the uncompressed cmudict.dict (cmudict/README.md).
-DICTIONARY_SHA256 = "81917843c7f44ce2b094ac63873c2c7a4cf802040792c455ba3ca406891c3d22"
+from examples.nmt.data.pronunciations import DICTIONARY
+from examples.nmt.data.pronunciations import DICTIONARY_SHA256  # noqa: F401  (its home was here)
+from examples.nmt.data.pronunciations import check_dictionary
+from examples.nmt.data.pronunciations import is_pronunciation  # noqa: F401  (likewise)
 
 
 @dataclasses.dataclass
@@ -46,22 +43,6 @@ class PronouncingDictionaryConfig(tfds.core.BuilderConfig):
     """Whether a config keeps the stress digits."""
 
     stress: bool = False
-
-
-def check_dictionary(path: str = DICTIONARY, sha256: str = DICTIONARY_SHA256) -> None:
-    """Raises ``ValueError`` unless the uncompressed ``path`` has the hash ``sha256``."""
-    with lzma.open(path, "rb") as file:
-        digest = hashlib.sha256(file.read()).hexdigest()
-    if digest != sha256:
-        raise ValueError(
-            f"Expected the bundled CMUdict with SHA-256 {sha256}. Received {path} with {digest}: "
-            "the file was changed; restore it from the repository"
-        )
-
-
-def is_pronunciation(dataset: str) -> bool:
-    """Whether ``dataset`` is words -> phonemes: ``dict:PATH`` or this builder's dataset."""
-    return dataset.startswith("dict:") or dataset.split("/")[0] == CmuPronouncingDictionary.name
 
 
 class CmuPronouncingDictionary(tfds.core.GeneratorBasedBuilder):

@@ -27,12 +27,18 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import hashlib
 import lzma
 import os
 import re
 from collections.abc import Iterable
 from collections.abc import Iterator
 
+# The bundled CMUdict (examples.nmt.data.pronouncing_dictionary's TFDS dataset of this name).
+BUNDLED = "cmu_pronouncing_dictionary"
+DICTIONARY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmudict", "cmudict.dict.xz")
+# SHA-256 of the uncompressed cmudict.dict (cmudict/README.md).
+DICTIONARY_SHA256 = "81917843c7f44ce2b094ac63873c2c7a4cf802040792c455ba3ca406891c3d22"
 _OPENERS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 _ALTERNATE = re.compile(r"\(\d+\)$")
 # A trailing comment: white space, then "#" (a word may start with "#").
@@ -43,6 +49,22 @@ _STRESS = re.compile(r"(?<=[^\W\d_])\d$")
 
 class DictionaryFormatError(ValueError):
     """A line of a pronouncing dictionary is not ``WORD PH ON EMES``."""
+
+
+def check_dictionary(path: str = DICTIONARY, sha256: str = DICTIONARY_SHA256) -> None:
+    """Raises ``ValueError`` unless the uncompressed ``path`` has the hash ``sha256``."""
+    with lzma.open(path, "rb") as file:
+        digest = hashlib.sha256(file.read()).hexdigest()
+    if digest != sha256:
+        raise ValueError(
+            f"Expected the bundled CMUdict with SHA-256 {sha256}. Received {path} with {digest}: "
+            "the file was changed; restore it from the repository"
+        )
+
+
+def is_pronunciation(dataset: str) -> bool:
+    """Whether ``dataset`` is words -> phonemes: ``dict:PATH`` or the bundled ``BUNDLED``."""
+    return dataset.startswith("dict:") or dataset.split("/")[0] == BUNDLED
 
 
 def remove_stress(phonemes: str) -> str:

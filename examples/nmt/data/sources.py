@@ -52,12 +52,14 @@ from examples.nmt.data import files
 from examples.nmt.data import joined_words
 from examples.nmt.data import pronouncing_dictionary
 from examples.nmt.data import pronunciations
-from examples.nmt.data.splitting import SPLITS
+from examples.nmt.data.arguments import DEFAULT_DATASET
+from examples.nmt.data.arguments import SPLITS
+from examples.nmt.data.arguments import add_arguments
+from examples.nmt.data.arguments import is_pronunciation
 from examples.nmt.data.splitting import Splits
 from examples.nmt.data.splitting import complete_splits
 from examples.nmt.data.splitting import without_sources
 
-DEFAULT_DATASET = date_normalization.DateNormalization.name
 _SPLIT_ALIASES = {
     "validation": ("validation", "valid", "dev"),
     "test": ("test",),
@@ -68,7 +70,6 @@ LOCAL_BUILDERS = (
     date_normalization.DateNormalization,
     pronouncing_dictionary.CmuPronouncingDictionary,
 )
-is_pronunciation = pronouncing_dictionary.is_pronunciation
 
 
 def load_splits(
@@ -257,47 +258,6 @@ def _builder_splits(
         found["train"] = without_sources(found["train"], test)
         found["test"] = test
     return complete_splits(found, fraction)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Adds the flags that ``splits_from_args`` reads."""
-    parser.add_argument(
-        "--dataset",
-        default=DEFAULT_DATASET,
-        help="a TFDS name (e.g. ted_hrlr_translate/pt_to_en, or cmu_pronouncing_dictionary: "
-        "the bundled CMUdict, words -> phonemes), tsv:PATH, dict:PATH (a pronouncing "
-        "dictionary, CMUdict or Phonetisaurus format) or folder:PATH",
-    )
-    parser.add_argument(
-        "--test",
-        metavar="PATH",
-        help="a file in the dataset's format (tsv:, dict:, or a dictionary for "
-        "cmu_pronouncing_dictionary) to test on instead of the hash split; its sources are "
-        "dropped from training",
-    )
-    parser.add_argument(
-        "--join-words",
-        type=cli.integer_at_least(1),
-        metavar="K",
-        help="pronunciations: train and validate on joins of 1 to K words (phonemes "
-        "separated by |), for long-input tests (python -m examples.nmt.long_inputs)",
-    )
-    parser.add_argument(
-        "--keep-stress",
-        action="store_true",
-        help="keep the stress digits of a dict: dictionary (AH0); removed by default",
-    )
-    parser.add_argument("--data-dir", help="TFDS data dir (default: TFDS's own)")
-    parser.add_argument("--source-lang", help="source language key, where ambiguous")
-    parser.add_argument("--target-lang", help="target language key, where ambiguous")
-    parser.add_argument(
-        "--max-examples", type=cli.integer_at_least(1), help="keep this many examples a split"
-    )
-    parser.add_argument(
-        "--download",
-        action="store_true",
-        help="download and prepare a TFDS dataset missing from the data dir (needs the network)",
-    )
 
 
 def splits_from_args(args: argparse.Namespace) -> Splits:

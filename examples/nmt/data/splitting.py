@@ -12,12 +12,13 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
+from examples.nmt.data.arguments import SPLITS
 from examples.nmt.data.batching import unbatch
 from examples.nmt.data.tsv import TsvFormatError
+from examples.nmt.host.text import HASH_BUCKETS
 from examples.nmt.text.normalization import normalize
 
-SPLITS = ("train", "validation", "test")
-_HASH_BUCKETS = 10_000
+_HASH_BUCKETS = HASH_BUCKETS
 
 # One split's examples: {"source": tf.string, "target": tf.string[, "alignment"]}.
 Splits = dict[str, tf.data.Dataset]

@@ -80,3 +80,15 @@ def read_pairs(path: str | os.PathLike) -> Iterator[tuple[str, str]]:
             line = _decode(raw, where)
             if line.strip():
                 yield _parse_line(line, where)
+
+
+_ENGLISH = ("en", "eng", "english")
+
+
+def tsv_pairs(path: str, source_lang: str | None, target_lang: str | None) -> list[tuple[str, str]]:
+    """Reads ``English<TAB>Other`` as ``(source, target)``: Other first unless told otherwise."""
+    pairs = list(read_pairs(path))
+    english_first = source_lang in _ENGLISH or (
+        target_lang is not None and target_lang not in _ENGLISH
+    )
+    return [pair if english_first else pair[::-1] for pair in pairs]

@@ -17,7 +17,6 @@ A ``"char"`` model has no word-boundary piece (``add_dummy_prefix`` off), so
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 
 import sentencepiece
@@ -25,17 +24,12 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.python.ops import sentencepiece_tokenizer as tf_text_sentencepiece
 
+from examples.nmt.host import text as host_text
 from examples.nmt.text.normalization import normalize
-from examples.nmt.text.special import END_ID
-from examples.nmt.text.special import PAD_ID
 from examples.nmt.text.special import RESERVED
-from examples.nmt.text.special import START_ID
-from examples.nmt.text.special import UNK_ID
 from examples.nmt.text.special import content_mask
 
-MODEL_TYPES = ("unigram", "bpe", "char")
-# Sentences SentencePiece samples to learn from (Tatoeba fra-eng has ~200k).
-_TRAINING_SENTENCES = 1_000_000
+MODEL_TYPES = host_text.MODEL_TYPES
 
 
 class _SharedModelResource(tf.saved_model.experimental.TrackableResource):
@@ -94,42 +88,19 @@ class SentencePieceVocabulary(tf.Module):
     def train(
         cls, texts: tf.data.Dataset, model_type: str = "unigram", vocab_size: int = 8000
     ) -> SentencePieceVocabulary:
-        """Learns a model from a dataset of ``(B,)`` string batches.
+        """Learns a model from ``(B,)`` string batches (``host.text.train_sentencepiece``).
 
         ``vocab_size`` counts the reserved pieces; a small corpus may yield
         fewer pieces (no error). Every character of the text is kept
         (``character_coverage=1.0``), so no training character maps to ``[UNK]``.
         """
-        if model_type not in MODEL_TYPES:
-            raise ValueError(f"Expected `model_type` in {MODEL_TYPES}. Received: {model_type!r}")
 
         def sentences():
             for batch in texts.map(normalize):
                 yield from (text.decode("utf-8") for text in batch.numpy())
 
-        writer = io.BytesIO()
-        sentencepiece.SentencePieceTrainer.train(
-            sentence_iterator=sentences(),
-            model_writer=writer,
-            model_type=model_type,
-            vocab_size=vocab_size,
-            hard_vocab_limit=False,
-            character_coverage=1.0,
-            input_sentence_size=_TRAINING_SENTENCES,
-            shuffle_input_sentence=True,
-            add_dummy_prefix=model_type != "char",
-            pad_id=PAD_ID,
-            unk_id=UNK_ID,
-            bos_id=START_ID,
-            eos_id=END_ID,
-            pad_piece=RESERVED[PAD_ID],
-            unk_piece=RESERVED[UNK_ID],
-            bos_piece=RESERVED[START_ID],
-            eos_piece=RESERVED[END_ID],
-            num_threads=2,
-            minloglevel=2,
-        )
-        return cls(writer.getvalue())
+        # The trainer's settings are the host pipeline's too: the same model bytes.
+        return cls(host_text.train_sentencepiece(sentences(), model_type, vocab_size))
 
     @staticmethod
     def file_name(side: str) -> str:

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import tensorflow as tf
 
+from examples.nmt.host import text as host_text
 from examples.nmt.text.sentencepiece_vocabulary import SentencePieceVocabulary
 from examples.nmt.text.words import KINDS
 from examples.nmt.text.words import token_vocabulary
@@ -53,7 +54,7 @@ class Vocabularies(NamedTuple):
         return cls(*sides)
 
 
-TOKENIZERS = ("words", "unigram", "bpe", "char", "letters", "symbols")
+TOKENIZERS = host_text.TOKENIZERS
 
 
 def build_vocabulary(texts: tf.data.Dataset, kind: str, max_size: int | None = None) -> tf.Module:

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
+from examples.nmt.host import text as host_text
 from examples.nmt.text.normalization import normalize
 from examples.nmt.text.normalization import tokenize
 from examples.nmt.text.special import RESERVED
@@ -45,7 +46,7 @@ def lookup_table(tokens: Sequence[str]) -> tf.lookup.StaticHashTable:
 
 # The token of a run of white space in a LetterVocabulary (SentencePiece's
 # word-boundary piece).
-WORD_BOUNDARY = "\u2581"
+WORD_BOUNDARY = host_text.WORD_BOUNDARY
 
 
 def detokenize(ids: tf.Tensor, tokens: tf.Tensor, separator: str = " ") -> tf.Tensor:
@@ -105,10 +106,7 @@ class Vocabulary(tf.Module):
         cls, counts: collections.Counter, max_size: int | None = None, min_count: int = 1
     ) -> Vocabulary:
         """Most frequent tokens first, at most ``max_size`` ids in all."""
-        ranked = sorted((-n, token) for token, n in counts.items() if n >= min_count)
-        words = [token for _, token in ranked if token not in RESERVED]
-        limit = None if max_size is None else max(max_size - len(RESERVED), 0)
-        return cls(RESERVED + tuple(words[:limit]))
+        return cls(host_text.rank_tokens(counts, max_size, min_count))
 
     @classmethod
     def file_name(cls, side: str) -> str:
@@ -116,14 +114,12 @@ class Vocabulary(tf.Module):
         return f"{side}_vocabulary.txt" if cls.kind == "words" else f"{side}_{cls.kind}.txt"
 
     def save(self, path: str | os.PathLike) -> None:
-        """Writes one token a line (UTF-8)."""
-        with open(path, "w", encoding="utf-8", newline="\n") as file:
-            file.write("\n".join(self.tokens) + "\n")
+        """Writes one token a line (UTF-8; ``host.text.write_tokens``)."""
+        host_text.write_tokens(self.tokens, path)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Vocabulary:
-        with open(path, encoding="utf-8", newline="\n") as file:
-            return cls(file.read().split("\n")[:-1])
+        return cls(host_text.read_tokens(path))
 
     def lookup(self, tokens: tf.Tensor | tf.RaggedTensor) -> tf.Tensor | tf.RaggedTensor:
         """Token strings -> int32 ids (``UNK_ID`` for unknown tokens)."""

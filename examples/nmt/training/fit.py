@@ -18,26 +18,48 @@ import importlib.util
 import os
 import shutil
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
 import keras
-import tensorflow as tf
 
 from examples.nmt import backend
 from examples.nmt import runs
-from examples.nmt.data.batching import make_batches
-from examples.nmt.data.batching import pad_batches
-from examples.nmt.data.sources import Splits
-from examples.nmt.data.statistics import count_batches
-from examples.nmt.data.statistics import target_log_prior
+from examples.nmt.cli import RunError
 from examples.nmt.models.losses import MaskedCrossentropy
 from examples.nmt.models.metrics import MaskedAccuracy
 from examples.nmt.models.rnn import build_model
 from examples.nmt.models.transformer import build_transformer
-from examples.nmt.text.vocabularies import Vocabularies
 from examples.nmt.training import distribution
 from examples.nmt.training.checkpointing import STATE
 from examples.nmt.training.checkpointing import RunCheckpoint
+
+
+def batch_functions(splits: dict[str, Any]) -> SimpleNamespace:
+    """``make_batches``, ``pad_batches``, ``count_batches``, ``target_log_prior`` for ``splits``.
+
+    ``tf.data`` splits get ``examples.nmt.data.batching``'s; the host
+    pipeline's lists of pairs ``examples.nmt.host.batches``' (a
+    ``keras.utils.PyDataset``, the same batching rules).
+    """
+    if isinstance(splits["train"], list):
+        from examples.nmt.host import batches  # noqa: PLC0415
+
+        return SimpleNamespace(
+            make_batches=batches.make_batches,
+            pad_batches=batches.pad_batches,
+            count_batches=batches.count_batches,
+            target_log_prior=batches.target_log_prior,
+        )
+    from examples.nmt.data import batching  # noqa: PLC0415
+    from examples.nmt.data import statistics  # noqa: PLC0415
+
+    return SimpleNamespace(
+        make_batches=batching.make_batches,
+        pad_batches=batching.pad_batches,
+        count_batches=statistics.count_batches,
+        target_log_prior=statistics.target_log_prior,
+    )
 
 
 def learning_rate_schedule(args: argparse.Namespace, steps_per_epoch: int):
@@ -59,7 +81,7 @@ def tensorboard_callbacks(args: argparse.Namespace) -> list[keras.callbacks.Call
     return [keras.callbacks.TensorBoard(os.path.join(args.output_dir, "logs"), write_graph=False)]
 
 
-def make_model(args: argparse.Namespace, vocabularies: Vocabularies) -> keras.Model:
+def make_model(args: argparse.Namespace, vocabularies: Any) -> keras.Model:
     """The ``--architecture`` model, sized by the arguments and the vocabularies."""
     sizes = len(vocabularies.source), len(vocabularies.target)
     if args.architecture == "transformer":
@@ -88,9 +110,10 @@ def make_model(args: argparse.Namespace, vocabularies: Vocabularies) -> keras.Mo
 
 def compiled_model(
     args: argparse.Namespace,
-    vocabularies: Vocabularies,
-    train_batches: tf.data.Dataset,
+    vocabularies: Any,
+    train_batches: Any,
     steps_per_epoch: int,
+    target_log_prior: Any = None,
 ) -> keras.Model:
     """``make_model``, its output bias (``--output-bias``), compiled as ``fit`` trains it.
 
@@ -100,6 +123,8 @@ def compiled_model(
     """
     model = make_model(args, vocabularies)
     if args.output_bias == "unigram":
+        if target_log_prior is None:
+            from examples.nmt.data.statistics import target_log_prior  # noqa: PLC0415
         model.output_layer.bias.assign(target_log_prior(train_batches, len(vocabularies.target)))
     options = dict(
         learning_rate=learning_rate_schedule(args, steps_per_epoch),
@@ -151,13 +176,15 @@ def backup_from_the_chief(distributed: distribution.Distribution, backup: str) -
 
 def fit(
     args: argparse.Namespace,
-    splits: Splits,
-    vocabularies: Vocabularies,
+    splits: dict[str, Any],
+    vocabularies: Any,
     extra_callbacks: Sequence[keras.callbacks.Callback] = (),
     distributed: distribution.Distribution | None = None,
 ) -> tuple[keras.Model, dict[str, Any]]:
     """Trains (or resumes) to the end; saves the best epoch's ``model.keras``."""
     out = args.output_dir
+    functions = batch_functions(splits)
+    make_batches, count_batches = functions.make_batches, functions.count_batches
     batches = {
         name: make_batches(
             splits[name],
@@ -199,14 +226,22 @@ def fit(
     if args.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_float16")
     distributed = distributed or distribution.Distribution()
+    if isinstance(splits["train"], list) and distributed.processes > 1:
+        raise RunError(
+            "several processes need the TensorFlow input pipeline (each feeds its rows of a "
+            "tf.data batch); the numpy pipeline trains in one process (--strategy data over "
+            "its devices)"
+        )
     fed = {"train": stream, "validation": batches["validation"]}
     if backend.compiles_per_shape():  # full batches, split evenly over the replicas
         rows = -(-args.batch_size // distributed.replicas) * distributed.replicas
-        fed = {name: pad_batches(fed[name], rows, backend.LENGTH_BUCKET) for name in fed}
+        fed = {name: functions.pad_batches(fed[name], rows, backend.LENGTH_BUCKET) for name in fed}
     fed = {name: distribution.shard_batches(fed[name], distributed) for name in fed}
     try:
         with distributed.scope():
-            model = compiled_model(args, vocabularies, batches["train"], steps_per_epoch)
+            model = compiled_model(
+                args, vocabularies, batches["train"], steps_per_epoch, functions.target_log_prior
+            )
             backup_from_the_chief(distributed, backup)
             done = checkpoint.restore(model)
         print(

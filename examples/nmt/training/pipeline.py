@@ -20,30 +20,47 @@ from collections.abc import Sequence
 from typing import Any
 
 import keras
-import tensorflow as tf
 
 from examples.nmt import backend
 from examples.nmt import cli
 from examples.nmt import evaluation
-from examples.nmt import export
+from examples.nmt import host
 from examples.nmt import plots
 from examples.nmt import runs
-from examples.nmt.data import sources
-from examples.nmt.text.vocabularies import Vocabularies
-from examples.nmt.text.vocabularies import build_vocabularies
+from examples.nmt.data.arguments import is_pronunciation
 from examples.nmt.training import distribution
 from examples.nmt.training.fit import fit
 
 
-def load_splits(args: argparse.Namespace) -> sources.Splits:
-    """The data, with a one-line ``RunError`` for a missing file or an empty split."""
-    try:
-        splits = sources.splits_from_args(args)
-        for name, split in splits.items():
-            if next(iter(split.take(1)), None) is None:
-                raise cli.RunError(f"the {name} split of {args.dataset} is empty")
-    except (OSError, ValueError, tf.errors.OpError) as error:
-        raise cli.RunError(str(error)) from error
+def load_splits(args: argparse.Namespace) -> Any:
+    """The data, with a one-line ``RunError`` for a missing file or an empty split.
+
+    ``{"train", "validation", "test"}``: ``tf.data`` datasets
+    (``examples.nmt.data.sources``), or lists of pairs on the host pipeline
+    (``examples.nmt.host.splits``).
+    """
+    if host.uses_host():
+        from examples.nmt.host import splits as host_splits  # noqa: PLC0415
+
+        try:
+            splits = host_splits.splits_from_args(args)
+        except (OSError, ValueError) as error:
+            raise cli.RunError(str(error)) from error
+        empty = [name for name, split in splits.items() if not split]
+    else:
+        import tensorflow as tf  # noqa: PLC0415
+
+        from examples.nmt.data import sources  # noqa: PLC0415
+
+        try:
+            splits = sources.splits_from_args(args)
+            empty = [
+                name for name, split in splits.items() if next(iter(split.take(1)), None) is None
+            ]
+        except (OSError, ValueError, tf.errors.OpError) as error:
+            raise cli.RunError(str(error)) from error
+    if empty:
+        raise cli.RunError(f"the {empty[0]} split of {args.dataset} is empty")
     return splits
 
 
@@ -101,16 +118,21 @@ def train(
             distribution.wait_for_all(distributed, "finished")
 
 
-def run_vocabularies(
-    args: argparse.Namespace, train_split: tf.data.Dataset, resuming: bool
-) -> Vocabularies:
-    """A resumed run's saved vocabularies, or new ones from the training split (then saved)."""
+def run_vocabularies(args: argparse.Namespace, train_split: Any, resuming: bool) -> Any:
+    """A resumed run's saved vocabularies, or new ones from the training split (then saved).
+
+    The same files and bytes on either input pipeline (``examples.nmt.host.text``).
+    """
     if resuming:
         try:
-            return Vocabularies.load(args.output_dir)
+            return runs.load_vocabularies(args.output_dir)
         except FileNotFoundError:  # killed before they were written: build them again
             print(f"No saved vocabularies in {args.output_dir}: building them.")
     start = time.perf_counter()
+    if isinstance(train_split, list):  # the host pipeline's pairs
+        from examples.nmt.host.vocabularies import build_vocabularies  # noqa: PLC0415
+    else:
+        from examples.nmt.text.vocabularies import build_vocabularies  # noqa: PLC0415
     vocabularies = build_vocabularies(
         train_split, args.vocab_size, args.source_tokenizer, args.target_tokenizer
     )
@@ -126,8 +148,8 @@ def run_vocabularies(
 def finish(
     args: argparse.Namespace,
     model: keras.Model,
-    vocabularies: Vocabularies,
-    splits: sources.Splits,
+    vocabularies: Any,
+    splits: Any,
     summary: dict[str, Any],
     start: float,
 ) -> dict[str, Any]:
@@ -145,7 +167,7 @@ def finish(
             max_length=args.max_decode_length,
             max_source_length=args.max_length,
             samples=args.samples,
-            pronunciation=sources.is_pronunciation(args.dataset),
+            pronunciation=is_pronunciation(args.dataset),
         )
     metrics["best_epoch"] = summary["best_epoch"]
     metrics["train_seconds"] = round(summary["train_seconds"], 1)
@@ -164,7 +186,14 @@ def finish(
     metrics_path = os.path.join(out, runs.METRICS)
     metrics["total_seconds"] = round(time.perf_counter() - start, 1)
     runs.save_metrics(metrics, metrics_path)  # before the export, which may fail
-    if not args.no_export:
+    if not args.no_export and not export_possible():
+        print(
+            f"No SavedModel: writing it needs TensorFlow, which this Python lacks; on a machine "
+            f"with TensorFlow run: python -m examples.nmt.export --model {out}"
+        )
+    elif not args.no_export:
+        from examples.nmt import export  # noqa: PLC0415  (TensorFlow)
+
         path = os.path.join(out, "saved_model")
         try:
             if backend.name() == "tensorflow":
@@ -196,3 +225,8 @@ def finish(
         outputs.append("logs/ (TensorBoard)")
     print(f"Outputs in {os.path.abspath(out)}: {', '.join(outputs)}")
     return metrics
+
+
+def export_possible() -> bool:
+    """Whether this Python can write the SavedModel (TensorFlow and TensorFlow Text import)."""
+    return host.requested() == "tensorflow" or host.tensorflow_available()

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import argparse
 
-from examples.nmt.data.sources import DEFAULT_DATASET
-from examples.nmt.data.sources import is_pronunciation
+from examples.nmt.data.arguments import DEFAULT_DATASET
+from examples.nmt.data.arguments import is_pronunciation
 from examples.nmt.models.attentions import SIZED_ATTENTIONS
 
 # Defaults keyed by task; the keys are train.py flags (argparse dest names).

@@ -373,7 +373,10 @@ class AttentionRNNCell(MemoryInState, keras.layers.Layer):
             inputs, noise = self._split_noise(inputs, state)
         output, new_state = self._step(inputs, state, training, noise)
         # The memory entries never change: the incoming flat ones are carried on.
-        return output, self._layout.pack(new_state, self.compute_dtype, carry=states)
+        new_states = self._layout.pack(new_state, self.compute_dtype, carry=states)
+        # A loop carries each state in the dtype it came in (keras.layers.RNN casts the
+        # initial states to the compute dtype; the alignment states are float32 inside).
+        return output, [ops.cast(new, old.dtype) for new, old in zip(new_states, states)]
 
     def get_config(self):
         config = super().get_config()

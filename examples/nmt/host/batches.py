@@ -1,0 +1,146 @@
+"""Training batches on the host: ``examples.nmt.data.batching``'s, as a ``keras.utils.PyDataset``.
+
+``make_batches`` encodes a split's pairs once and cuts them into
+``((source_ids, target_in_ids), target_out_ids)`` batches, int32 NumPy, 0-padded:
+with ``training``, each of ``passes`` passes shuffled with its own seed
+(``seed * 1_000_003 + pass``, NumPy's generator: deterministic whatever was
+iterated before, so a resumed run skips to an uninterrupted run's batches)
+and bucketed by length as ``tf.data``'s ``bucket_by_sequence_length`` does
+(a batch leaves when its bucket is full; the last partial ones at the end of
+the pass); otherwise in order. ``pad_batches`` gives a compiling backend its
+few static shapes. The batches are ``tf.data``'s semantics, not its order.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from typing import Any
+
+import keras
+import numpy as np
+
+from examples.nmt.text.special import END_ID
+from examples.nmt.text.special import PAD_ID
+from examples.nmt.text.special import START_ID
+
+Example = tuple[list[int], list[int], list[int]]  # source, [START] + target, target + [END]
+
+
+def bucket_boundaries(max_length: int) -> list[int]:
+    """The upper lengths of the length buckets (both pipelines' ``bucket_by_sequence_length``)."""
+    return [length for length in (8, 16, 32, 64, 128, 256) if length < max_length]
+
+
+def encode_pairs(pairs: Sequence[tuple[str, str]], vocabularies: Any, max_length: int):
+    """Each pair's ids: the source cut at ``max_length``, the target at ``max_length - 1``."""
+    sources = vocabularies.source.encode([source for source, _ in pairs])
+    targets = vocabularies.target.encode([target for _, target in pairs])
+    return [
+        (
+            source[:max_length],
+            [START_ID, *target[: max_length - 1]],
+            [*target[: max_length - 1], END_ID],
+        )
+        for source, target in zip(sources, targets)
+    ]
+
+
+def _pad(rows: Sequence[list[int]], count: int, length: int) -> np.ndarray:
+    array = np.full((count, length), PAD_ID, "int32")
+    for index, row in enumerate(rows):
+        array[index, : len(row)] = row
+    return array
+
+
+def _round_up(length: int, multiple: int) -> int:
+    return -(-length // multiple) * multiple
+
+
+class Batches(keras.utils.PyDataset):
+    """Batches of encoded examples, padded when read; see the module doc.
+
+    ``rows`` and ``length_multiple`` (``pad_batches``): all-padding rows up to
+    ``rows`` and columns up to a multiple of ``length_multiple``. ``skip`` and
+    ``repeat`` are ``tf.data``'s, as ``training.fit`` calls them.
+    """
+
+    def __init__(self, batches: list[list[Example]], rows: int | None = None, length_multiple=1):
+        super().__init__()
+        self.batches = batches
+        self.rows = rows
+        self.length_multiple = length_multiple
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __getitem__(self, index: int) -> tuple:
+        examples = self.batches[index]
+        count = self.rows or len(examples)
+        source_length = max(len(example[0]) for example in examples)
+        target_length = max(len(example[1]) for example in examples)
+        source_length = _round_up(max(source_length, 1), self.length_multiple)
+        target_length = _round_up(target_length, self.length_multiple)
+        source = _pad([example[0] for example in examples], count, source_length)
+        target_in = _pad([example[1] for example in examples], count, target_length)
+        target_out = _pad([example[2] for example in examples], count, target_length)
+        return (source, target_in), target_out
+
+    def skip(self, count: int) -> Batches:
+        return Batches(self.batches[count:], self.rows, self.length_multiple)
+
+    def repeat(self) -> Batches:
+        return self  # Keras starts a PyDataset again when it runs out
+
+
+def _bucketed(examples: list[Example], order: np.ndarray, batch_size: int, max_length: int):
+    boundaries = bucket_boundaries(max_length)
+    buckets: list[list[Example]] = [[] for _ in range(len(boundaries) + 1)]
+    batches = []
+    for index in order:
+        example = examples[index]
+        bucket = buckets[bisect.bisect_right(boundaries, max(len(example[0]), len(example[1])))]
+        bucket.append(example)
+        if len(bucket) == batch_size:
+            batches.append(list(bucket))
+            bucket.clear()
+    return batches + [bucket for bucket in buckets if bucket]
+
+
+def make_batches(
+    pairs: Sequence[tuple[str, str]],
+    vocabularies: Any,
+    batch_size: int = 64,
+    *,
+    training: bool = False,
+    max_length: int = 64,
+    seed: int | None = 0,
+    passes: int = 1,
+) -> Batches:
+    """``batching.make_batches`` of a host split (pairs); see the module doc."""
+    examples = encode_pairs(pairs, vocabularies, max_length)
+    if not training:
+        return Batches([examples[i : i + batch_size] for i in range(0, len(examples), batch_size)])
+    batches = []
+    for index in range(passes):
+        generator = np.random.default_rng(None if seed is None else seed * 1_000_003 + index)
+        batches += _bucketed(examples, generator.permutation(len(examples)), batch_size, max_length)
+    return Batches(batches)
+
+
+def pad_batches(batches: Batches, rows: int, length_multiple: int) -> Batches:
+    """``batching.pad_batches``: every batch at ``rows`` rows, lengths a multiple of the given."""
+    return Batches(batches.batches, rows, length_multiple)
+
+
+def count_batches(batches: Batches) -> int:
+    return len(batches)
+
+
+def target_log_prior(batches: Batches, vocab_size: int) -> np.ndarray:
+    """``statistics.target_log_prior``: log unigram frequencies of the targets, add-one smoothed."""
+    counts = np.ones(vocab_size, "int64")
+    for batch in batches.batches:
+        for _, _, target_out in batch:
+            counts += np.bincount(target_out, minlength=vocab_size)[:vocab_size]
+    return np.log(counts / counts.sum()).astype("float32")

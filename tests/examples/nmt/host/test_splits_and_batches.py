@@ -1,0 +1,176 @@
+"""The host pipeline's splits, batches and translator steps against the TensorFlow pipeline's."""
+
+import random
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.backend_independent
+
+tf = pytest.importorskip("tensorflow")
+pytest.importorskip("tensorflow_text")
+
+import tiny  # noqa: E402
+
+from examples.nmt import translator  # noqa: E402
+from examples.nmt.data import batching  # noqa: E402
+from examples.nmt.data import pronunciations  # noqa: E402
+from examples.nmt.data import sources  # noqa: E402
+from examples.nmt.data import splitting  # noqa: E402
+from examples.nmt.data import statistics  # noqa: E402
+from examples.nmt.host import batches  # noqa: E402
+from examples.nmt.host import splits  # noqa: E402
+from examples.nmt.host import translation  # noqa: E402
+from examples.nmt.host import vocabularies as host_vocabularies  # noqa: E402
+from examples.nmt.text import vocabularies as tf_vocabularies  # noqa: E402
+
+
+def pairs_of(split) -> list[tuple[str, str]]:
+    return [(e["source"].decode(), e["target"].decode()) for e in split.as_numpy_iterator()]
+
+
+def write_dictionary(path, count=300):
+    words = [
+        "".join(random.Random(i).choice("abcdefgh") for _ in range(1 + i % 9)) for i in range(count)
+    ]
+    lines = [
+        f"{w}{'(2)' if i % 5 == 0 and i else ''} {' '.join(w.upper())}1"
+        for i, w in enumerate(words)
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def write_tsv(path, count=400):
+    path.write_text(
+        "".join(f"Sentence {i} is here.\tPhrase {i % 150} est là.\tCC-BY\n" for i in range(count)),
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.mark.parametrize("kind", ["dict", "tsv"])
+def test_file_splits_are_the_same_examples_in_the_same_order(kind, tmp_path):
+    path = (write_dictionary if kind == "dict" else write_tsv)(tmp_path / f"data.{kind}")
+    options = dict(max_examples=1000)
+    if kind == "dict":
+        test = write_dictionary(tmp_path / "test.dict", 40)
+        options.update(test=str(test), join_words=2)
+    ours = splits.load_splits(f"{kind}:{path}", **options)
+    theirs = sources.load_splits(f"{kind}:{path}", **options)
+    for name in ("train", "validation", "test"):
+        assert ours[name] == pairs_of(theirs[name]), name
+        assert ours[name], name
+
+
+def test_the_bundled_dictionary_splits_are_tensorflows_hash_split():
+    """Every word of the bundled CMUdict lands in the split TensorFlow's hash puts it in."""
+    ours = splits.load_splits("cmu_pronouncing_dictionary")
+    entries = list(pronunciations.read_pronunciations(pronunciations.DICTIONARY))
+    assert sum(len(split) for split in ours.values()) == len(entries)
+    words = sorted({word for word, _ in entries})
+    buckets = dict(zip(words, splitting.hash_bucket(tf.constant(words)).numpy().tolist()))
+    for name, (low, high) in {"validation": (0, 500), "test": (500, 1000)}.items():
+        assert all(low <= buckets[word] < high for word, _ in ours[name]), name
+    assert all(buckets[word] >= 1000 for word, _ in ours["train"])
+
+
+def test_batches_follow_the_tf_data_rules_and_each_pass_its_seed():
+    vocabularies = host_vocabularies.Vocabularies(
+        host_vocabularies.TokenVocabulary(tiny.TOKENS),
+        host_vocabularies.TokenVocabulary(tiny.TOKENS),
+    )
+    rng = random.Random(0)
+    words = tiny.TOKENS[4:]
+    pairs = [
+        (
+            " ".join(rng.choices(words, k=rng.randrange(1, 20))),
+            " ".join(rng.choices(words, k=rng.randrange(1, 20))),
+        )
+        for _ in range(100)
+    ]
+    stream = batches.make_batches(pairs, vocabularies, 8, training=True, max_length=12, passes=3)
+    again = batches.make_batches(pairs, vocabularies, 8, training=True, max_length=12, passes=3)
+    one = batches.make_batches(pairs, vocabularies, 8, training=True, max_length=12)
+    assert [stream[i][1].tolist() for i in range(len(stream))] == [
+        again[i][1].tolist() for i in range(len(again))
+    ]
+    assert [one[i][1].tolist() for i in range(len(one))] == [
+        stream[i][1].tolist() for i in range(len(one))
+    ]
+    assert stream.skip(5)[0][1].tolist() == stream[5][1].tolist()  # a resumed run's batches
+    assert len(stream) == 3 * len(one)
+    expected = [
+        tuple(np.trim_zeros(x).tolist() for x in (s, ti, to))
+        for (s, ti), to in batching.make_batches(
+            tf.data.Dataset.from_tensor_slices(
+                {"source": [p[0] for p in pairs], "target": [p[1] for p in pairs]}
+            ),
+            tf_vocabularies.Vocabularies(
+                *(tf_vocabularies.KINDS["words"](tiny.TOKENS) for _ in "st")
+            ),
+            8,
+            max_length=12,
+        )
+        .unbatch()
+        .as_numpy_iterator()
+    ]
+    seen = []
+    for index in range(len(one)):
+        (source, target_in), target_out = one[index]
+        length = max(source.shape[1], target_in.shape[1])
+        bucket = [b for b in batches.bucket_boundaries(12) if b >= length]
+        assert source.shape[0] <= 8 and source.shape[1] <= 12 and target_in.shape[1] <= 12
+        lengths = [max(np.count_nonzero(s), np.count_nonzero(t)) for s, t in zip(source, target_in)]
+        low = max([0, *(b for b in batches.bucket_boundaries(12) if b <= min(lengths))])
+        assert all(low <= n < (bucket[0] if bucket else 13) or n >= low for n in lengths)
+        seen += [
+            tuple(np.trim_zeros(x).tolist() for x in row)
+            for row in zip(source, target_in, target_out)
+        ]
+    assert sorted(seen) == sorted(expected)  # every example once a pass, encoded alike
+    padded = batches.pad_batches(one, 16, 8)
+    for index in range(len(padded)):
+        (source, target_in), target_out = padded[index]
+        assert (
+            source.shape[0] == 16
+            and source.shape[1] % 8 == 0
+            and target_in.shape == target_out.shape
+        )
+    prior = statistics.target_log_prior(
+        tf.data.Dataset.from_tensors(
+            ((0, 0), tf.ragged.constant([e[2] for e in expected]).to_tensor())
+        ),
+        len(tiny.TOKENS),
+    )
+    np.testing.assert_allclose(batches.target_log_prior(one, len(tiny.TOKENS)), prior, rtol=1e-6)
+
+
+def test_translator_text_steps_are_the_tensorflow_ones():
+    tokens = (*tiny.TOKENS, "▁")
+    ours = host_vocabularies.Vocabularies(
+        host_vocabularies.TokenVocabulary(tokens),
+        host_vocabularies.TokenVocabulary(tokens, "letters"),
+    )
+    theirs = tf_vocabularies.Vocabularies(
+        tf_vocabularies.KINDS["words"](tokens), tf_vocabularies.KINDS["letters"](tokens)
+    )
+    texts = ["may 9 th , 1998", "", "zzz june", "a a a a a a a a a a a a"]
+    mine = translation.encode_sources(ours, texts, 6)
+    expected = translator.encode_sources(theirs, tf.constant(texts), 6)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(mine[name], value.numpy(), err_msg=name)
+    rng = np.random.default_rng(0)
+    result = SimpleNamespace(
+        ids=rng.integers(0, len(tokens), (4, 7)).astype("int32"),
+        lengths=np.array([7, 3, 0, 5], "int32"),
+        scores=rng.normal(size=4).astype("float32"),
+        attention=rng.random((4, 7, 6)).astype("float32"),
+    )
+    mine = translation.decode_outputs(ours, mine, result)
+    expected = translator.decode_outputs(
+        theirs, {k: v.numpy() for k, v in expected.items()}, result
+    )
+    for name, value in expected.items():
+        np.testing.assert_array_equal(mine[name], np.asarray(value), err_msg=name)
