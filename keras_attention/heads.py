@@ -20,12 +20,14 @@ from __future__ import annotations
 
 from keras import ops
 
+from keras_attention.precision import math_dtype
+
 # RMSNorm's epsilon in Gemma 3, OLMo 2 and Qwen 3.
 QK_NORM_EPSILON = 1e-6
 
 
 def rms_normalize(x, scale=None, epsilon: float = QK_NORM_EPSILON):
-    """`x / sqrt(mean(x²) + ε) · scale` over the last axis, computed in float32.
+    """`x / sqrt(mean(x²) + ε) · scale` over the last axis, in float32 (float64 for float64).
 
     Args:
         x: `(..., d)`, e.g. the queries `(B, H, Tq, dk)` of every head.
@@ -48,11 +50,11 @@ def rms_normalize(x, scale=None, epsilon: float = QK_NORM_EPSILON):
         Dehghani et al., "Scaling Vision Transformers to 22 Billion
         Parameters", ICML 2023 (normalizing queries and keys).
     """
-    values = ops.cast(x, "float32")
+    values = ops.cast(x, math_dtype(x))
     mean_square = ops.mean(ops.square(values), axis=-1, keepdims=True)
     normalized = values * ops.rsqrt(mean_square + epsilon)
     if scale is not None:
-        normalized = normalized * ops.cast(scale, "float32")
+        normalized = normalized * ops.cast(scale, values.dtype)
     return ops.cast(normalized, x.dtype)
 
 
@@ -77,5 +79,5 @@ def gate_context(context, gate_logits):
         Non-linearity, Sparsity, and Attention-Sink-Free", 2025
         (arXiv:2505.06708).
     """
-    gate = ops.sigmoid(ops.cast(gate_logits, "float32"))
+    gate = ops.sigmoid(ops.cast(gate_logits, math_dtype(context)))
     return context * ops.cast(gate, context.dtype)

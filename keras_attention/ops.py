@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 
-import keras
 from keras import ops
 
 from keras_attention import validation
@@ -22,6 +21,7 @@ from keras_attention.backends import matmul
 from keras_attention.masks import MASKED_LOGIT
 from keras_attention.masks import fill_masked
 from keras_attention.masks import zero_masked
+from keras_attention.precision import math_dtype
 from keras_attention.scores import AdditiveScore
 from keras_attention.scores import DotScore
 from keras_attention.scores import add_bias
@@ -67,8 +67,7 @@ def additive_scores(query, key, v, bias=None):
 # that dtype.
 # ----------------------------------------------------------------------------
 def _prepare_logits(logits, mask):
-    wide = keras.backend.standardize_dtype(logits.dtype) == "float64"
-    logits = ops.cast(logits, "float64" if wide else "float32")
+    logits = ops.cast(logits, math_dtype(logits))
     if mask is None:
         return logits, None
     mask = ops.cast(mask, "bool")

@@ -49,6 +49,7 @@ import math
 from keras import ops
 
 from keras_attention import validation
+from keras_attention.precision import math_dtype
 
 
 def yarn_correction_range(features: int, base: float, rope_scaling: dict) -> tuple[float, float]:
@@ -69,8 +70,10 @@ def yarn_correction_range(features: int, base: float, rope_scaling: dict) -> tup
     return max(low, 0.0), min(high, features // 2 - 1.0)
 
 
-def rotary_inverse_frequencies(features: int, base: float = 10000.0, rope_scaling=None):
-    """float32 `(features/2,)` angles per position, `θ_i = base^(-2i/features)`, scaled.
+def rotary_inverse_frequencies(
+    features: int, base: float = 10000.0, rope_scaling=None, dtype: str = "float32"
+):
+    """`(features/2,)` angles per position in `dtype`, `θ_i = base^(-2i/features)`, scaled.
 
     `rope_scaling`: None, or a dict of `validation.rope_scaling` (see the module
     docstring for the three rules).
@@ -78,16 +81,16 @@ def rotary_inverse_frequencies(features: int, base: float = 10000.0, rope_scalin
     rope_scaling = validation.rope_scaling(
         "rotary_inverse_frequencies", "rope_scaling", rope_scaling
     )
-    exponents = ops.arange(0, features // 2, dtype="float32") * (2.0 / features)
+    exponents = ops.arange(0, features // 2, dtype=dtype) * (2.0 / features)
     kind = None if rope_scaling is None else rope_scaling["rope_type"]
     if kind == "dynamic" and features > 2:
         base = base * rope_scaling["factor"] ** (features / (features - 2))
-    inverse = ops.power(ops.cast(base, "float32"), -exponents)  # (d/2,)
+    inverse = ops.power(ops.cast(base, dtype), -exponents)  # (d/2,)
     if kind == "linear":
         return inverse / rope_scaling["factor"]
     if kind == "yarn":
         low, high = yarn_correction_range(features, base, rope_scaling)
-        pairs = ops.arange(0, features // 2, dtype="float32")
+        pairs = ops.arange(0, features // 2, dtype=dtype)
         interpolated = ops.clip((pairs - low) / max(high - low, 1e-3), 0.0, 1.0)  # (d/2,)
         return inverse * (1.0 - interpolated) + inverse / rope_scaling["factor"] * interpolated
     return inverse
@@ -103,8 +106,10 @@ def rotary_attention_factor(rope_scaling=None) -> float:
     return 0.1 * math.log(rope_scaling["factor"]) + 1.0
 
 
-def rotary_angles(positions, features: int, base: float = 10000.0, rope_scaling=None):
-    """float32 `(..., T, features/2)` angles `position · θ_i` (`rotary_inverse_frequencies`).
+def rotary_angles(
+    positions, features: int, base: float = 10000.0, rope_scaling=None, dtype: str = "float32"
+):
+    """`(..., T, features/2)` angles in `dtype`, `position · θ_i` (`rotary_inverse_frequencies`).
 
     Args:
         positions: integer or float positions, `(T,)` or any `(..., T)`.
@@ -112,8 +117,8 @@ def rotary_angles(positions, features: int, base: float = 10000.0, rope_scaling=
         base: the wavelength base (10,000 in the paper).
         rope_scaling: None, or a context-extension dict (module docstring).
     """
-    positions = ops.cast(positions, "float32")
-    inverse_frequencies = rotary_inverse_frequencies(features, base, rope_scaling)  # (d/2,)
+    positions = ops.cast(positions, dtype)
+    inverse_frequencies = rotary_inverse_frequencies(features, base, rope_scaling, dtype)  # (d/2,)
     return positions[..., None] * inverse_frequencies  # (..., T, d/2)
 
 
@@ -133,7 +138,8 @@ def rotary_embedding(x, positions, base: float = 10000.0, rope_scaling=None):
 
     Returns:
         A tensor of `x`'s shape and dtype. The angles and the rotation are
-        computed in float32, so float16 inputs lose no position precision.
+        computed in float32 (float64 for float64 `x`), so float16 inputs
+        lose no position precision.
 
     Raises:
         ValueError: `d` is odd, `base` is not positive, or `rope_scaling`
@@ -168,10 +174,11 @@ def rotary_embedding(x, positions, base: float = 10000.0, rope_scaling=None):
             "a tensor whose last dimension is a known even number",
             f"a tensor of shape {tuple(x.shape)}",
         )
-    angles = rotary_angles(positions, features, base, rope_scaling)  # (..., T, d/2)
+    dtype = math_dtype(x)
+    angles = rotary_angles(positions, features, base, rope_scaling, dtype)  # (..., T, d/2)
     factor = rotary_attention_factor(rope_scaling)
     cos, sin = ops.cos(angles) * factor, ops.sin(angles) * factor
-    values = ops.cast(x, "float32")
+    values = ops.cast(x, dtype)
     first, second = values[..., : features // 2], values[..., features // 2 :]
     rotated = ops.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
     return ops.cast(rotated, x.dtype)  # (..., T, d)

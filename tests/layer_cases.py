@@ -364,21 +364,6 @@ WINDOW_EDGE = (
     "the window's hard edge |s - p_t| <= D moves with p_t computed in bfloat16 "
     "(8-bit mantissa, p_t off by ~S/256): a position at the edge enters or leaves"
 )
-LOCAL_P_FLOAT32_POSITIONS = (
-    "LuongLocalPAttention.positions computes p_t = S * sigmoid(...) and the Gaussian's "
-    "distances in float32 whatever the layer's dtype: a float64 layer's weights are off by "
-    "~5e-8 (float32 rounding of p_t) where the backend computes float64 (TensorFlow)"
-)
-QK_NORM_GATE_FLOAT32 = (
-    "keras_attention.heads computes the RMS norm (heads.py: cast(x, 'float32')) and the "
-    "gate's sigmoid in float32 whatever the layer's dtype: a float64 MultiHead with qk_norm "
-    "or use_gate is off by ~5e-9 where the backend computes float64 (TensorFlow)"
-)
-ROTARY_FLOAT32 = (
-    "keras_attention.rotary computes the frequencies, angles and rotated values in float32 "
-    "whatever the input's dtype: a float64 MultiHead(rotary=True) is off by ~2e-7 where the "
-    "backend computes float64 (TensorFlow)"
-)
 AXES_NO_STEP = (
     "MultiHead's step and key/value cache attend over one axis; a query grid over "
     "attention_axes=(1, 2) has no single next position (test_grid_attention checks "
@@ -408,7 +393,6 @@ def _local_p(make, dot=False):
     return Case(
         "content", make, dims=(dq, dq if dot else dk, dv), query_axes=(4,), value_axes=(9,),
         reference=reference_local_p, skips={"mixed_precision[mixed_bfloat16]": WINDOW_EDGE},
-        defects={"float64": LOCAL_P_FLOAT32_POSITIONS},
     )  # fmt: skip
 
 
@@ -434,7 +418,7 @@ def _recurrent(attention):
 def _multi_head_rope(rope_scaling):
     return _content(
         lambda **kw: MultiHead(2, 4, rotary=True, rope_scaling=rope_scaling, **kw),
-        step="cache", defects={"float64": ROTARY_FLOAT32},
+        step="cache",
     )  # fmt: skip
 
 
@@ -470,7 +454,6 @@ REGISTRY = {
             num_heads=2, key_dim=3, use_gate=True, qk_norm=True, logit_soft_cap=1.5, **kw
         ),
         core=True,
-        defects={"float64": QK_NORM_GATE_FLOAT32},
     ),
     "multi_head_rope_linear": _multi_head_rope({"rope_type": "linear", "factor": 2.0}),
     "multi_head_rope_dynamic": _multi_head_rope({"rope_type": "dynamic", "factor": 2.0}),

@@ -4,6 +4,7 @@ from keras import ops
 from keras_attention import backends
 from keras_attention import validation
 from keras_attention.layers.content.luong_attention import LuongAttention
+from keras_attention.precision import math_dtype
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -133,23 +134,27 @@ class LuongLocalPAttention(LuongAttention):
         self.position_v = self._score_vector_weight("position_v", units)
 
     def positions(self, query, value_mask=None, value_length=None):
-        """`p = S · sigmoid(v_pᵀ tanh(W_p q))`: `(B, Tq)` (or `(B,)`) float32 positions."""
+        """`p = S · sigmoid(v_pᵀ tanh(W_p q))`: `(B, Tq)` (or `(B,)`) positions.
+
+        float32, or float64 in a float64 layer.
+        """
         hidden = ops.tanh(self.position_dense(query))  # (B, [Tq,] P)
         v = ops.cast(self.position_v, hidden.dtype)
         flat = ops.reshape(hidden, (-1, ops.shape(v)[0]))  # a rank-2 product (XLA in loops)
         logits = ops.reshape(backends.matmul(flat, v[:, None]), ops.shape(hidden)[:-1])
+        dtype = math_dtype(hidden)
         if value_mask is None:
-            length = ops.cast(value_length, "float32")
+            length = ops.cast(value_length, dtype)
         else:
-            length = ops.sum(ops.cast(value_mask, "float32"), axis=-1)  # (B,)
+            length = ops.sum(ops.cast(value_mask, dtype), axis=-1)  # (B,)
             length = ops.reshape(length, (-1,) + (1,) * (len(hidden.shape) - 2))
-        return length * ops.sigmoid(ops.cast(logits, "float32"))
+        return length * ops.sigmoid(ops.cast(logits, dtype))
 
     def _locality(self, query, key_features, value_mask):
         """`|j - p| <= D` and `exp(-(j - p)² / (2σ²))`: `(B, [Tq,] Tv)` each."""
         value_length = ops.shape(key_features)[1]
         centre = self.positions(query, value_mask, value_length)  # (B, [Tq])
-        distance = ops.arange(value_length, dtype="float32") - centre[..., None]  # (B, [Tq,] Tv)
+        distance = ops.arange(value_length, dtype=centre.dtype) - centre[..., None]  # (B, [Tq,] Tv)
         sigma = self.window_width / 2.0
         gaussian = ops.exp(-ops.square(distance) / (2.0 * sigma * sigma))
         return ops.abs(distance) <= float(self.window_width), gaussian
