@@ -36,10 +36,11 @@ BACKEND_INDEPENDENT = (
 )
 # The NMT example's tests run under tensorflow; these (node ids relative to
 # tests/, or folders ending in "/") also run under jax and torch: the example's
-# models, losses, searches, a whole run with its SavedModel, data parallelism.
+# models, losses, searches, a whole run with its SavedModel, data parallelism, resuming.
 EXAMPLES_ON_EVERY_BACKEND = (
     "examples/nmt/test_backends.py",
     "examples/nmt/training/test_data_parallel.py",
+    "examples/nmt/training/test_checkpointing.py",
     "examples/nmt/models/",
     "examples/nmt/test_transformer_step_benchmark.py",
     "examples/nmt/host/test_runs.py",

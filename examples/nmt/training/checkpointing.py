@@ -8,7 +8,9 @@
 3. ``state.json``, written to a temporary file and renamed, which names
    those two files and holds the best epoch and ``val_loss``, the
    ``EarlyStopping`` counters (``wait``, ``best``, ``best_epoch``), the
-   history rows and the training time. Renaming it commits the epoch;
+   history rows, the training time and the states of the model's seed
+   generators (``seed_generator_states``: they draw the dropout masks, and
+   ``save_weights`` leaves them out). Renaming it commits the epoch;
 
 then rewrites ``history.csv`` from the history rows and deletes the files
 ``state.json`` no longer names. With ``keep_checkpoints`` K > 0 it also
@@ -19,8 +21,10 @@ commit, and deletes those older than the last K after it: they outlive
 last committed epoch whole. ``restore`` reloads it before ``fit``
 (``initial_epoch``) and ``on_train_begin`` hands the counters back to
 ``EarlyStopping``; the training batches of the resumed epochs are the same
-because the caller skips the batches of the finished ones. After ``fit``,
-``restore_best`` loads the best epoch's weights.
+because the caller skips the batches of the finished ones, and so are their
+dropout masks (the seed generators' states come back; on PyTorch,
+``reseed_torch``): a resumed run ends with the weights of an uninterrupted
+one. After ``fit``, ``restore_best`` loads the best epoch's weights.
 
 With ``--ema`` (the optimizer's ``use_ema``: an exponential moving average of
 the weights, Polyak averaging), validation scores the averages
@@ -42,10 +46,41 @@ import time
 from typing import Any
 
 import keras
+import numpy as np
 
 from examples.nmt import runs
 
 STATE = "state.json"
+
+
+def seed_generator_states(model: keras.Model) -> list[Any]:
+    """The state variables of the model's ``keras.random.SeedGenerator``s, in the model's order.
+
+    ``model.variables`` less ``model.weights``: the ``[seed, counter]`` pairs
+    that draw the dropout masks on TensorFlow and JAX. ``save_weights`` leaves
+    them out, and a new process starts them at counter 0 (with
+    ``keras.utils.set_random_seed``, at the seeds of the first run): a
+    resumed run would repeat the first epoch's masks.
+    """
+    weights = {id(variable) for variable in model.weights}
+    return [variable for variable in model.variables if id(variable) not in weights]
+
+
+def reseed_torch(seed: int, epoch: int) -> None:
+    """On PyTorch, torch's global generator reseeded for ``epoch``: ``seed * 1_000_003 + epoch``.
+
+    Keras draws the dropout masks of a layer without a ``seed`` (the
+    example's ``Dropout(rate)``) from that generator, not from the layer's
+    ``SeedGenerator``; and ``fit`` draws from it too when it makes a data
+    iterator, once per ``fit`` or once per epoch. Reseeded before each
+    epoch's first step, the masks depend on the epoch alone, as the batches
+    of each pass do (``examples.nmt.host.batches``), whatever ran before.
+    No-op on the other backends.
+    """
+    if keras.backend.backend() == "torch":
+        import torch  # noqa: PLC0415  (the PyTorch backend's own package)
+
+        torch.manual_seed(seed * 1_000_003 + epoch)
 
 
 class RunCheckpoint(keras.callbacks.Callback):
@@ -60,8 +95,10 @@ class RunCheckpoint(keras.callbacks.Callback):
         averages: keras.callbacks.SwapEMAWeights | None = None,
         run_directory: str | None = None,
         keep_checkpoints: int = 0,
+        seed: int = 0,
     ):
         super().__init__()
+        self.seed = seed  # PyTorch's dropout generator, reseeded per epoch (reseed_torch)
         self.directory = directory
         self.run_directory = run_directory  # where checkpoints/ goes
         self.keep_checkpoints = keep_checkpoints if run_directory is not None else 0
@@ -79,7 +116,10 @@ class RunCheckpoint(keras.callbacks.Callback):
             "stopped": False,
             "history": [],
             "train_seconds": 0.0,
+            "seed_generators": None,
         }
+        self._epoch = 0
+        self._reseeded = True
         self._start = time.perf_counter()
         self._seconds_before = 0.0
 
@@ -96,6 +136,10 @@ class RunCheckpoint(keras.callbacks.Callback):
         self._seconds_before = state["train_seconds"]
         model.optimizer.build(model.trainable_variables)  # so its variables load too
         model.load_weights(os.path.join(self.directory, state["weights"]))
+        saved = state.get("seed_generators")  # None: a backup from before they were kept
+        if saved is not None:
+            for variable, value in zip(seed_generator_states(model), saved, strict=True):
+                variable.assign(np.asarray(value, variable.dtype))
         return state["epochs_done"]
 
     def on_train_begin(self, logs=None):
@@ -104,6 +148,14 @@ class RunCheckpoint(keras.callbacks.Callback):
         if saved is not None:  # after EarlyStopping's own reset
             for name, value in saved.items():
                 setattr(self.early_stopping, name, value)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch, self._reseeded = epoch, False
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if not self._reseeded:  # after fit made this epoch's data iterator, if it makes one
+            reseed_torch(self.seed, self._epoch)
+            self._reseeded = True
 
     def _save_weights(self, name: str, averaged: bool = False) -> str:
         temporary = os.path.join(self.directory, f"{name}.tmp.weights.h5")
@@ -160,6 +212,10 @@ class RunCheckpoint(keras.callbacks.Callback):
                 {"epoch": epoch, **{k: float(v) for k, v in logs.items() if k != "learning_rate"}},
             ],
             train_seconds=self._seconds_before + time.perf_counter() - self._start,
+            seed_generators=[
+                keras.ops.convert_to_numpy(variable.value).tolist()
+                for variable in seed_generator_states(self.model)
+            ],
         )
         runs.write_json(state, os.path.join(self.directory, STATE))  # the commit
         self.state = state

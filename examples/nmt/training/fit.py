@@ -221,6 +221,7 @@ def fit(
         averages=averages,
         run_directory=out,
         keep_checkpoints=args.keep_checkpoints,  # the last epochs' weights, in checkpoints/
+        seed=args.seed,  # PyTorch's dropout masks, per epoch
     )
 
     if args.mixed_precision:

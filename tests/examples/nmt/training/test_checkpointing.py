@@ -1,9 +1,11 @@
-"""Resumable training: RunCheckpoint keeps the best epoch and early stopping; killed runs resume."""
+"""Resumable training: RunCheckpoint keeps the best epoch, early stopping and the random state;
+killed runs resume."""
 
 import csv
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,10 +15,7 @@ import keras
 import numpy as np
 import pytest
 
-if keras.backend.backend() != "tensorflow":
-    pytest.skip("examples.nmt is TensorFlow-based", allow_module_level=True)
-
-tf = pytest.importorskip("tensorflow")
+tf = pytest.importorskip("tensorflow")  # tiny's vocabularies; RunCheckpoint runs on every backend
 
 import tiny  # noqa: E402
 
@@ -104,6 +103,9 @@ def test_the_last_epochs_model_weights_stay_in_checkpoints_across_a_resume(tmp_p
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow", reason="trains on TensorFlow: once per suite"
+)
 def test_killed_five_times_ends_like_an_uninterrupted_run(date_data_dir, tmp_path):
     """SIGKILL at random moments, resume each time: same best epoch and test metrics."""
     env = {
@@ -193,6 +195,59 @@ def test_killed_five_times_ends_like_an_uninterrupted_run(date_data_dir, tmp_pat
             assert float(row_a["val_loss"]) == pytest.approx(float(row_b["val_loss"]), rel=1e-5)
 
 
+def dropout_run(directory, epochs, callbacks=()):
+    """A tiny model with dropout fitted to ``epochs``, as a new process would (resuming
+    from ``directory``'s backup if there is one); returns its weights."""
+    keras.utils.set_random_seed(0)  # as every `train` does first
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(32, 4)).astype("float32")
+    y = x @ rng.normal(size=(4, 1)).astype("float32")
+    model = keras.Sequential(
+        [
+            keras.Input((4,)),
+            keras.layers.Dense(16),
+            keras.layers.Dropout(0.5),
+            keras.layers.Dense(1),
+        ]
+    )
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+    stopping = keras.callbacks.EarlyStopping("loss", patience=5)
+    (directory / "backup").mkdir(parents=True, exist_ok=True)
+    checkpoint = checkpointing.RunCheckpoint(
+        str(directory / "backup"), stopping, str(directory / "history.csv"), monitor="loss"
+    )
+    done = checkpoint.restore(model)
+
+    def stream():  # endless, as fit.py feeds them: 4 batches an epoch
+        while True:
+            for start in range(0, 32, 8):
+                yield x[start : start + 8], y[start : start + 8]
+
+    model.fit(
+        stream(),
+        steps_per_epoch=4,
+        epochs=epochs,
+        initial_epoch=done,
+        shuffle=False,
+        verbose=0,
+        callbacks=[stopping, checkpoint, *callbacks],
+    )
+    return model.get_weights()
+
+
+def test_a_resumed_run_draws_the_dropout_masks_of_an_uninterrupted_one(tmp_path):
+    """The seed generators' states come back with the weights (on PyTorch, its generator is
+    reseeded per epoch): else the resumed epoch would repeat the first epoch's masks."""
+    killed = tmp_path / "killed" / "backup"
+    copy = keras.callbacks.LambdaCallback(  # the backup of a run killed after epoch 1
+        on_epoch_end=lambda epoch, logs: epoch or shutil.copytree(tmp_path / "whole/backup", killed)
+    )
+    whole = dropout_run(tmp_path / "whole", epochs=2, callbacks=[copy])
+    resumed = dropout_run(tmp_path / "killed", epochs=2)
+    for ours, theirs in zip(resumed, whole):
+        np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-7)
+
+
 def averaging_run(directory, epochs, initial_epoch=0, momentum=0.5, keep_checkpoints=0):
     """A linear model fitted with weight averages; returns it, the checkpoint and
     the trained (not averaged) kernels after every step of this call."""
@@ -244,6 +299,7 @@ def moving_averages(kernels, momentum):
     return averages
 
 
+@pytest.mark.tf_only  # its recorder reads the kernel mid-epoch: None on JAX
 def test_with_weight_averages_validation_and_the_best_epoch_use_the_averages(tmp_path):
     model, checkpoint, kernels, (x_val, y_val) = averaging_run(
         tmp_path, epochs=3, keep_checkpoints=3
@@ -266,6 +322,7 @@ def test_with_weight_averages_validation_and_the_best_epoch_use_the_averages(tmp
         np.testing.assert_allclose(kept, expected_kernel, rtol=1e-5)
 
 
+@pytest.mark.tf_only  # its recorder reads the kernel mid-epoch: None on JAX
 def test_a_resumed_run_goes_on_with_its_trained_weights_and_their_averages(tmp_path):
     _, reference, _, _ = averaging_run(tmp_path / "reference", epochs=3)
     averaging_run(tmp_path / "resumed", epochs=1)  # "killed" after epoch 1
