@@ -29,7 +29,15 @@ import tiny
 ROOT = tiny.ROOT
 TOLERANCE = 1e-5
 # 3 steps of 24 rows (odd last batches included: the padding rows must not count).
+# No test-split evaluation: these runs compare weights. The finished run's rerun
+# (the chief evaluates alone) evaluates.
 RUN = ["--max-examples", "80", "--batch-size", "24", "--no-export", "--samples", "0"]
+NO_EVALUATE = ["--no-evaluate"]
+# The suite's own XLA flags (CI: backend optimisation level 0, which compiles
+# faster and changes no result) reach every process; each case adds its devices.
+XLA_FLAGS = os.environ.get("XLA_FLAGS", "")
+TWO_DEVICES = f"{XLA_FLAGS} --xla_force_host_platform_device_count=2".strip()
+ONE_DEVICE = {"XLA_FLAGS": XLA_FLAGS}  # a process of a two-process run
 
 SCRIPT = """
 import json, sys
@@ -56,12 +64,32 @@ print("LAYOUT", json.dumps({
 """
 
 
+# Set by `_one_compilation_cache` for this module's processes.
+COMPILATION_CACHE = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_compilation_cache(tmp_path_factory):
+    """One persistent XLA cache for the module's processes, new for each test session.
+
+    The cases start a dozen processes that compile the same programs again (the
+    one-device run and its resumed twin, the two-process runs before and after
+    the kill); a later process loads what an earlier one compiled. The same
+    program and flags give the same executable: no result changes.
+    """
+    COMPILATION_CACHE["JAX_COMPILATION_CACHE_DIR"] = str(tmp_path_factory.mktemp("xla_cache"))
+    COMPILATION_CACHE["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    yield
+    COMPILATION_CACHE.clear()
+
+
 def run_python(code, *args, env_extra=None, timeout=600):
     env = {
         **os.environ,
         "KERAS_BACKEND": "jax",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-        "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+        "XLA_FLAGS": TWO_DEVICES,
+        **COMPILATION_CACHE,
         **(env_extra or {}),
     }
     return subprocess.Popen(
@@ -100,14 +128,14 @@ def test_the_batch_axis_is_sharded_over_both_devices():
 @pytest.fixture(scope="module")
 def one_device_run(date_data_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("one") / "run"
-    argv = tiny.tiny_args(out, *RUN, data_dir=date_data_dir)
+    argv = tiny.tiny_args(out, *RUN, *NO_EVALUATE, data_dir=date_data_dir)
     finish(run_python(SCRIPT, json.dumps(argv)))
     return out
 
 
 def test_two_devices_train_to_the_weights_of_one(one_device_run, date_data_dir, tmp_path):
     out = tmp_path / "run"
-    argv = tiny.tiny_args(out, *RUN, "--strategy", "data", data_dir=date_data_dir)
+    argv = tiny.tiny_args(out, *RUN, *NO_EVALUATE, "--strategy", "data", data_dir=date_data_dir)
     output = finish(run_python(SCRIPT, json.dumps(argv)))
     assert "--strategy data, 2 replicas" in output
     assert "on 2 replicas" in output
@@ -132,7 +160,7 @@ def test_two_processes_train_to_the_weights_of_one_and_the_chief_writes(
             data_dir=date_data_dir,
         )  # fmt: skip
         # One device a process: two in all, as in the two-device case.
-        processes.append(run_python(SCRIPT, json.dumps(argv), env_extra={"XLA_FLAGS": ""}))
+        processes.append(run_python(SCRIPT, json.dumps(argv), env_extra=ONE_DEVICE))
     outputs = [finish(process) for process in processes]
     assert "2 replicas in 2 processes" in outputs[0]
     chief = tmp_path / "run_0"
@@ -168,7 +196,7 @@ def two_processes(code, out, extra, port):
             "--strategy", "data", "--coordinator", f"localhost:{port}",
             "--num-processes", "2", "--process-id", str(index),
         )  # fmt: skip
-        processes.append(run_python(code, json.dumps(argv), env_extra={"XLA_FLAGS": ""}))
+        processes.append(run_python(code, json.dumps(argv), env_extra=ONE_DEVICE))
     return processes
 
 
@@ -179,7 +207,8 @@ def test_two_processes_resume_the_chiefs_killed_run_and_rerun_a_finished_one(
 
     The reference is the same killed run resumed by one process on one device.
     """
-    extra = ["--epochs", "2", "--data-dir", str(date_data_dir)]
+    finished = ["--epochs", "2", "--data-dir", str(date_data_dir)]
+    extra = [*finished, *NO_EVALUATE]  # the finished run's rerun below evaluates
     out = tmp_path / "run"
     for process in two_processes(KILLED, out, extra, free_port()):  # killed after epoch 1
         process.communicate(timeout=600)
@@ -195,5 +224,5 @@ def test_two_processes_resume_the_chiefs_killed_run_and_rerun_a_finished_one(
         np.testing.assert_allclose(got, want, atol=TOLERANCE, rtol=0)
 
     # Training done: the chief evaluates, the other waits for it; neither trains.
-    outputs = [finish(p, timeout=300) for p in two_processes(SCRIPT, out, extra, free_port())]
+    outputs = [finish(p, timeout=300) for p in two_processes(SCRIPT, out, finished, free_port())]
     assert "Training of the run" in outputs[0] and "Epoch 1/" not in outputs[1]
