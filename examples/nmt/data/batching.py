@@ -132,6 +132,44 @@ def make_batches(
             every backend (Keras on JAX makes an iterator of its own first,
             which would move a ``reshuffle_each_iteration`` order).
     """
+    encoded = _encoded(examples, vocabularies, max_length, with_alignment, cache)
+    if training:
+        return _passes(encoded, batch_size, max_length, seed, passes)
+    return encoded.padded_batch(batch_size).map(_model_inputs).prefetch(tf.data.AUTOTUNE)
+
+
+def training_batches(
+    examples: tf.data.Dataset,
+    vocabularies: Vocabularies,
+    batch_size: int = 64,
+    *,
+    max_length: int = 64,
+    cache: bool | str = True,
+    seed: int | None = 0,
+    passes: int = 1,
+) -> tuple[tf.data.Dataset, tf.data.Dataset]:
+    """``make_batches(training=True)``'s first pass and its stream of ``passes``, encoded once.
+
+    What ``fit`` reads: the first pass to count the batches of an epoch and
+    the targets' tokens, the stream to train on (its first pass is the same
+    batches). Both read one cache of the encoded examples, so the split is
+    encoded once, not once for each.
+    """
+    encoded = _encoded(examples, vocabularies, max_length, False, cache)
+    return (
+        _passes(encoded, batch_size, max_length, seed, 1),
+        _passes(encoded, batch_size, max_length, seed, passes),
+    )
+
+
+def _encoded(
+    examples: tf.data.Dataset,
+    vocabularies: Vocabularies,
+    max_length: int,
+    with_alignment: bool,
+    cache: bool | str,
+) -> tf.data.Dataset:
+    """The examples' ids (and gold alignments), one example an element, cached if ``cache``."""
     if with_alignment and "alignment" not in examples.element_spec:
         raise ValueError("Expected examples with an 'alignment'. Received none.")
 
@@ -143,25 +181,29 @@ def make_batches(
         encoded = encoded.map(_with_alignment_matrix, num_parallel_calls=tf.data.AUTOTUNE)
     if cache:
         encoded = encoded.cache("" if cache is True else cache)
-    if training:
-        boundaries = _bucket_boundaries(max_length)
+    return encoded
 
-        def one_pass(index: int) -> tf.data.Dataset:
-            if seed is None:
-                shuffled = encoded.shuffle(_SHUFFLE_BUFFER)
-            else:
-                shuffled = encoded.shuffle(
-                    _SHUFFLE_BUFFER, seed=seed * 1_000_003 + index, reshuffle_each_iteration=False
-                )
-            return shuffled.bucket_by_sequence_length(
-                _example_length, boundaries, [batch_size] * (len(boundaries) + 1)
+
+def _passes(
+    encoded: tf.data.Dataset, batch_size: int, max_length: int, seed: int | None, passes: int
+) -> tf.data.Dataset:
+    """``passes`` shuffled, length-bucketed passes over ``encoded``; see ``make_batches``."""
+    boundaries = _bucket_boundaries(max_length)
+
+    def one_pass(index: int) -> tf.data.Dataset:
+        if seed is None:
+            shuffled = encoded.shuffle(_SHUFFLE_BUFFER)
+        else:
+            shuffled = encoded.shuffle(
+                _SHUFFLE_BUFFER, seed=seed * 1_000_003 + index, reshuffle_each_iteration=False
             )
+        return shuffled.bucket_by_sequence_length(
+            _example_length, boundaries, [batch_size] * (len(boundaries) + 1)
+        )
 
-        batches = one_pass(0)
-        for index in range(1, passes):
-            batches = batches.concatenate(one_pass(index))
-    else:
-        batches = encoded.padded_batch(batch_size)
+    batches = one_pass(0)
+    for index in range(1, passes):
+        batches = batches.concatenate(one_pass(index))
     return batches.map(_model_inputs).prefetch(tf.data.AUTOTUNE)
 
 

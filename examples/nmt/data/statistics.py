@@ -24,13 +24,21 @@ def target_log_prior(batches: tf.data.Dataset, vocab_size: int) -> np.ndarray:
     units saturate and the model stays a unigram model (on Tatoeba fra-eng:
     ``[END]`` everywhere, 11% token accuracy).
     """
+    return count_and_prior(batches, vocab_size)[1]
 
-    def add(counts: tf.Tensor, batch: tuple) -> tf.Tensor:
+
+def count_and_prior(batches: tf.data.Dataset, vocab_size: int) -> tuple[int, np.ndarray]:
+    """``count_batches`` and ``target_log_prior`` of ``batches``, in one pass over them."""
+
+    def add(state: tuple, batch: tuple) -> tuple:
+        count, counts = state
         target_out_ids = batch[1]
         ids = tf.boolean_mask(target_out_ids, target_out_ids != PAD_ID)
-        return counts + tf.math.bincount(
+        return count + 1, counts + tf.math.bincount(
             ids, minlength=vocab_size, maxlength=vocab_size, dtype=tf.int64
         )
 
-    counts = batches.reduce(tf.zeros([vocab_size], tf.int64), add).numpy() + 1
-    return np.log(counts / counts.sum()).astype("float32")
+    start = tf.constant(0, tf.int64), tf.zeros([vocab_size], tf.int64)
+    count, counts = batches.reduce(start, add)
+    counts = counts.numpy() + 1
+    return int(count), np.log(counts / counts.sum()).astype("float32")

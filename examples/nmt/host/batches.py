@@ -121,11 +121,38 @@ def make_batches(
     examples = encode_pairs(pairs, vocabularies, max_length)
     if not training:
         return Batches([examples[i : i + batch_size] for i in range(0, len(examples), batch_size)])
-    batches = []
-    for index in range(passes):
+    return Batches(_flat(_passes(examples, batch_size, max_length, seed, passes)))
+
+
+def training_batches(
+    pairs: Sequence[tuple[str, str]],
+    vocabularies: Any,
+    batch_size: int = 64,
+    *,
+    max_length: int = 64,
+    seed: int | None = 0,
+    passes: int = 1,
+) -> tuple[Batches, Batches]:
+    """``batching.training_batches``: the first pass and the stream, the pairs encoded once."""
+    examples = encode_pairs(pairs, vocabularies, max_length)
+    each = _passes(examples, batch_size, max_length, seed, passes)
+    return Batches(each[0]), Batches(_flat(each))
+
+
+def _passes(
+    examples: list[Example], batch_size: int, max_length: int, seed: int | None, passes: int
+) -> list[list[list[Example]]]:
+    """Each pass's batches: pass ``i`` shuffled with ``seed * 1_000_003 + i``, bucketed."""
+
+    def order(index: int) -> np.ndarray:
         generator = np.random.default_rng(None if seed is None else seed * 1_000_003 + index)
-        batches += _bucketed(examples, generator.permutation(len(examples)), batch_size, max_length)
-    return Batches(batches)
+        return generator.permutation(len(examples))
+
+    return [_bucketed(examples, order(index), batch_size, max_length) for index in range(passes)]
+
+
+def _flat(passes: list[list[list[Example]]]) -> list[list[Example]]:
+    return [batch for one_pass in passes for batch in one_pass]
 
 
 def pad_batches(batches: Batches, rows: int, length_multiple: int) -> Batches:
@@ -144,3 +171,8 @@ def target_log_prior(batches: Batches, vocab_size: int) -> np.ndarray:
         for _, _, target_out in batch:
             counts += np.bincount(target_out, minlength=vocab_size)[:vocab_size]
     return np.log(counts / counts.sum()).astype("float32")
+
+
+def count_and_prior(batches: Batches, vocab_size: int) -> tuple[int, np.ndarray]:
+    """``statistics.count_and_prior``: ``count_batches`` and ``target_log_prior``."""
+    return count_batches(batches), target_log_prior(batches, vocab_size)

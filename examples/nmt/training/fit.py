@@ -36,7 +36,8 @@ from examples.nmt.training.checkpointing import RunCheckpoint
 
 
 def batch_functions(splits: dict[str, Any]) -> SimpleNamespace:
-    """``make_batches``, ``pad_batches``, ``count_batches``, ``target_log_prior`` for ``splits``.
+    """``make_batches``, ``training_batches``, ``pad_batches``, ``count_batches``,
+    ``count_and_prior`` for ``splits``.
 
     ``tf.data`` splits get ``examples.nmt.data.batching``'s; the host
     pipeline's lists of pairs ``examples.nmt.host.batches``' (a
@@ -47,18 +48,20 @@ def batch_functions(splits: dict[str, Any]) -> SimpleNamespace:
 
         return SimpleNamespace(
             make_batches=batches.make_batches,
+            training_batches=batches.training_batches,
             pad_batches=batches.pad_batches,
             count_batches=batches.count_batches,
-            target_log_prior=batches.target_log_prior,
+            count_and_prior=batches.count_and_prior,
         )
     from examples.nmt.data import batching  # noqa: PLC0415
     from examples.nmt.data import statistics  # noqa: PLC0415
 
     return SimpleNamespace(
         make_batches=batching.make_batches,
+        training_batches=batching.training_batches,
         pad_batches=batching.pad_batches,
         count_batches=statistics.count_batches,
-        target_log_prior=statistics.target_log_prior,
+        count_and_prior=statistics.count_and_prior,
     )
 
 
@@ -113,9 +116,13 @@ def compiled_model(
     vocabularies: Any,
     train_batches: Any,
     steps_per_epoch: int,
-    target_log_prior: Any = None,
+    log_prior: Any = None,
 ) -> keras.Model:
     """``make_model``, its output bias (``--output-bias``), compiled as ``fit`` trains it.
+
+    With ``--output-bias unigram`` the bias starts at ``log_prior`` (the
+    target unigram prior of ``train_batches``, when the caller counted it),
+    or at ``statistics.target_log_prior(train_batches)``.
 
     Adam on the warm-up and cosine schedule (AdamW with ``--weight-decay``,
     which leaves the biases alone), ``--clipnorm``, ``--ema``, the masked
@@ -123,9 +130,11 @@ def compiled_model(
     """
     model = make_model(args, vocabularies)
     if args.output_bias == "unigram":
-        if target_log_prior is None:
+        if log_prior is None:
             from examples.nmt.data.statistics import target_log_prior  # noqa: PLC0415
-        model.output_layer.bias.assign(target_log_prior(train_batches, len(vocabularies.target)))
+
+            log_prior = target_log_prior(train_batches, len(vocabularies.target))
+        model.output_layer.bias.assign(log_prior)
     options = dict(
         learning_rate=learning_rate_schedule(args, steps_per_epoch),
         clipnorm=args.clipnorm or None,
@@ -184,31 +193,22 @@ def fit(
     """Trains (or resumes) to the end; saves the best epoch's ``model.keras``."""
     out = args.output_dir
     functions = batch_functions(splits)
-    make_batches, count_batches = functions.make_batches, functions.count_batches
-    batches = {
-        name: make_batches(
-            splits[name],
-            vocabularies,
-            args.batch_size,
-            training=name == "train",
-            max_length=args.max_length,
-            seed=args.seed,
-        )
-        for name in ("train", "validation")
-    }
-    # The batches of every epoch, one after another (the passes' orders do not depend on
-    # how many iterators Keras makes, so a resumed run skips to the same batches).
-    stream = make_batches(
+    # The first pass (counted) and the batches of every epoch, one after another (the
+    # passes' orders do not depend on how many iterators Keras makes, so a resumed run
+    # skips to the same batches), over one encoding of the split.
+    first_pass, stream = functions.training_batches(
         splits["train"],
         vocabularies,
         args.batch_size,
-        training=True,
         max_length=args.max_length,
         seed=args.seed,
         passes=args.epochs + 1,  # bucketing: a pass may hold a few batches fewer
     )
-    steps_per_epoch = count_batches(batches["train"])
-    validation_steps = count_batches(batches["validation"])  # no "ran out of data" warning
+    validation = functions.make_batches(
+        splits["validation"], vocabularies, args.batch_size, max_length=args.max_length
+    )
+    steps_per_epoch, log_prior = functions.count_and_prior(first_pass, len(vocabularies.target))
+    validation_steps = functions.count_batches(validation)  # no "ran out of data" warning
     backup = os.path.join(out, "backup")
     os.makedirs(backup, exist_ok=True)
     early_stopping = keras.callbacks.EarlyStopping(patience=args.patience, verbose=1)
@@ -233,16 +233,14 @@ def fit(
             "tf.data batch); the numpy pipeline trains in one process (--strategy data over "
             "its devices)"
         )
-    fed = {"train": stream, "validation": batches["validation"]}
+    fed = {"train": stream, "validation": validation}
     if backend.compiles_per_shape():  # full batches, split evenly over the replicas
         rows = -(-args.batch_size // distributed.replicas) * distributed.replicas
         fed = {name: functions.pad_batches(fed[name], rows, backend.LENGTH_BUCKET) for name in fed}
     fed = {name: distribution.shard_batches(fed[name], distributed) for name in fed}
     try:
         with distributed.scope():
-            model = compiled_model(
-                args, vocabularies, batches["train"], steps_per_epoch, functions.target_log_prior
-            )
+            model = compiled_model(args, vocabularies, first_pass, steps_per_epoch, log_prior)
             backup_from_the_chief(distributed, backup)
             done = checkpoint.restore(model)
         print(

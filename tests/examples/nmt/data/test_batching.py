@@ -76,6 +76,33 @@ def test_training_passes_keep_their_order_whatever_iterators_came_before():
     assert passes[0] != passes[1] != passes[2]  # each in its own order
 
 
+def test_training_batches_encode_the_split_once_for_the_count_and_the_stream():
+    """``fit`` counts the first pass, then trains on the stream: one encoding serves both."""
+    sentences = [" ".join(["w"] * (n % 12 + 1)) + f" x{n}" for n in range(48)]
+    vocabs = build_vocabularies(
+        tf.data.Dataset.from_tensor_slices({"source": sentences, "target": sentences})
+    )
+    read = []
+
+    def generate():  # what the split yields, counted as it is read
+        for sentence in sentences:
+            read.append(sentence)
+            yield {"source": sentence, "target": sentence}
+
+    spec = {key: tf.TensorSpec([], tf.string) for key in ("source", "target")}
+    examples = tf.data.Dataset.from_generator(generate, output_signature=spec)
+    first, stream = batching.training_batches(examples, vocabs, batch_size=4, passes=3)
+    first = [b[1] for b in first.as_numpy_iterator()]
+    streamed = [b[1] for b in stream.as_numpy_iterator()]
+    assert len(read) == len(sentences)  # the stream read the first pass's cache
+    assert all(np.array_equal(a, b) for a, b in zip(first, streamed[: len(first)], strict=True))
+    tf_examples = tf.data.Dataset.from_tensor_slices({"source": sentences, "target": sentences})
+    alone = batching.make_batches(tf_examples, vocabs, batch_size=4, training=True, passes=3)
+    alone = [b[1] for b in alone.as_numpy_iterator()]
+    assert len(streamed) == len(alone) == 3 * len(first)
+    assert all(np.array_equal(a, b) for a, b in zip(streamed, alone, strict=True))
+
+
 def test_make_batches_alignment_matrices(date_data_dir):
     splits = sources.load_splits(
         "date_normalization/small", data_dir=str(date_data_dir), max_examples=8

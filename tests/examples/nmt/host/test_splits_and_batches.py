@@ -101,6 +101,19 @@ def test_batches_follow_the_tf_data_rules_and_each_pass_its_seed():
     ]
     assert stream.skip(5)[0][1].tolist() == stream[5][1].tolist()  # a resumed run's batches
     assert len(stream) == 3 * len(one)
+    encoded = []
+    counting = SimpleNamespace(
+        source=vocabularies.source,
+        target=SimpleNamespace(
+            encode=lambda texts: encoded.append(texts) or vocabularies.target.encode(texts)
+        ),
+    )
+    first, streamed = batches.training_batches(pairs, counting, 8, max_length=12, passes=3)
+    assert len(encoded) == 1  # fit's count and its stream share one encoding
+    assert first.batches == one.batches and streamed.batches == stream.batches
+    count, prior = batches.count_and_prior(first, len(tiny.TOKENS))
+    assert count == len(one)
+    np.testing.assert_allclose(prior, batches.target_log_prior(one, len(tiny.TOKENS)))
     expected = [
         tuple(np.trim_zeros(x).tolist() for x in (s, ti, to))
         for (s, ti), to in batching.make_batches(
