@@ -61,15 +61,24 @@ class Batches(keras.utils.PyDataset):
     """Batches of encoded examples, padded when read; see the module doc.
 
     ``rows`` and ``length_multiple`` (``pad_batches``): all-padding rows up to
-    ``rows`` and columns up to a multiple of ``length_multiple``. ``skip`` and
-    ``repeat`` are ``tf.data``'s, as ``training.fit`` calls them.
+    ``rows`` and columns up to a multiple of ``length_multiple``. ``part``
+    (``shard``): ``(index, count)``, this process's share of each padded
+    batch, rows ``index * rows / count`` on. ``skip`` and ``repeat`` are
+    ``tf.data``'s, as ``training.fit`` calls them.
     """
 
-    def __init__(self, batches: list[list[Example]], rows: int | None = None, length_multiple=1):
+    def __init__(
+        self,
+        batches: list[list[Example]],
+        rows: int | None = None,
+        length_multiple: int = 1,
+        part: tuple[int, int] = (0, 1),
+    ):
         super().__init__()
         self.batches = batches
         self.rows = rows
         self.length_multiple = length_multiple
+        self.part = part
 
     def __len__(self) -> int:
         return len(self.batches)
@@ -84,13 +93,32 @@ class Batches(keras.utils.PyDataset):
         source = _pad([example[0] for example in examples], count, source_length)
         target_in = _pad([example[1] for example in examples], count, target_length)
         target_out = _pad([example[2] for example in examples], count, target_length)
+        part, parts = self.part
+        if parts > 1:
+            share = count // parts
+            rows = slice(part * share, (part + 1) * share)
+            source, target_in, target_out = source[rows], target_in[rows], target_out[rows]
         return (source, target_in), target_out
 
     def skip(self, count: int) -> Batches:
-        return Batches(self.batches[count:], self.rows, self.length_multiple)
+        return Batches(self.batches[count:], self.rows, self.length_multiple, self.part)
 
     def repeat(self) -> Batches:
         return self  # Keras starts a PyDataset again when it runs out
+
+    def shard(self, index: int, count: int) -> Batches:
+        """Process ``index`` of ``count``'s contiguous rows of each batch (``shard_batches``).
+
+        Every process builds the same batches from the same seed, so the rows
+        of one step share one padded length, and together they are the batch.
+        The batches need ``rows`` (``pad_batches``), a multiple of ``count``.
+        """
+        if not self.rows or self.rows % count:
+            raise ValueError(
+                f"Expected batches padded to a number of rows divisible by {count} processes "
+                f"(pad_batches). Received: rows={self.rows}"
+            )
+        return Batches(self.batches, self.rows, self.length_multiple, (index, count))
 
 
 def _bucketed(examples: list[Example], order: np.ndarray, batch_size: int, max_length: int):
@@ -157,7 +185,7 @@ def _flat(passes: list[list[list[Example]]]) -> list[list[Example]]:
 
 def pad_batches(batches: Batches, rows: int, length_multiple: int) -> Batches:
     """``batching.pad_batches``: every batch at ``rows`` rows, lengths a multiple of the given."""
-    return Batches(batches.batches, rows, length_multiple)
+    return Batches(batches.batches, rows, length_multiple, batches.part)
 
 
 def count_batches(batches: Batches) -> int:

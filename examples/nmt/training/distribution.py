@@ -149,6 +149,10 @@ def shard_batches(batches: Any, distribution: Distribution) -> Any:
     """
     if distribution.processes == 1:
         return batches
+    from examples.nmt.host.batches import Batches  # noqa: PLC0415  (no TensorFlow)
+
+    if isinstance(batches, Batches):  # the host pipeline's
+        return batches.shard(distribution.process_id, distribution.processes)
     share, index = (
         batches.element_spec[1].shape[0] // distribution.processes,
         distribution.process_id,

@@ -25,7 +25,6 @@ import keras
 
 from examples.nmt import backend
 from examples.nmt import runs
-from examples.nmt.cli import RunError
 from examples.nmt.models.losses import MaskedCrossentropy
 from examples.nmt.models.metrics import MaskedAccuracy
 from examples.nmt.models.rnn import build_model
@@ -227,12 +226,6 @@ def fit(
     if args.mixed_precision:
         keras.mixed_precision.set_global_policy("mixed_float16")
     distributed = distributed or distribution.Distribution()
-    if isinstance(splits["train"], list) and distributed.processes > 1:
-        raise RunError(
-            "several processes need the TensorFlow input pipeline (each feeds its rows of a "
-            "tf.data batch); the numpy pipeline trains in one process (--strategy data over "
-            "its devices)"
-        )
     fed = {"train": stream, "validation": validation}
     if backend.compiles_per_shape():  # full batches, split evenly over the replicas
         rows = -(-args.batch_size // distributed.replicas) * distributed.replicas

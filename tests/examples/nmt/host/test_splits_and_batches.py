@@ -160,6 +160,33 @@ def test_batches_follow_the_tf_data_rules_and_each_pass_its_seed():
     np.testing.assert_allclose(batches.target_log_prior(one, len(tiny.TOKENS)), prior, rtol=1e-6)
 
 
+def test_each_process_feeds_its_rows_of_every_padded_batch():
+    vocabularies = host_vocabularies.Vocabularies(
+        host_vocabularies.TokenVocabulary(tiny.TOKENS),
+        host_vocabularies.TokenVocabulary(tiny.TOKENS),
+    )
+    rng = random.Random(1)
+    words = tiny.TOKENS[4:]
+    pairs = [
+        (" ".join(rng.choices(words, k=rng.randrange(1, 12))), " ".join(rng.choices(words, k=3)))
+        for _ in range(50)
+    ]
+    stream = batches.make_batches(pairs, vocabularies, 6, training=True, max_length=12, passes=2)
+    padded = batches.pad_batches(stream, 8, 4)
+    shards = [padded.shard(index, 2).skip(1) for index in range(2)]  # sharded, then skipped, as fit does
+    for step in range(len(shards[0])):
+        (source, target_in), target_out = padded[step + 1]
+        parts = [shard[step] for shard in shards]
+        assert all(part[0][0].shape == (4, source.shape[1]) for part in parts)  # one length
+        np.testing.assert_array_equal(np.concatenate([p[0][0] for p in parts]), source)
+        np.testing.assert_array_equal(np.concatenate([p[0][1] for p in parts]), target_in)
+        np.testing.assert_array_equal(np.concatenate([p[1] for p in parts]), target_out)
+    with pytest.raises(ValueError, match="divisible by 3 processes"):
+        padded.shard(0, 3)
+    with pytest.raises(ValueError, match="rows=None"):
+        stream.shard(0, 2)
+
+
 def test_translator_text_steps_are_the_tensorflow_ones():
     tokens = (*tiny.TOKENS, "▁")
     ours = host_vocabularies.Vocabularies(
