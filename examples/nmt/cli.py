@@ -43,17 +43,29 @@ def integer_at_least(minimum: int) -> Callable[[str], int]:
 
 
 def add_decoding_arguments(
-    parser: argparse.ArgumentParser, default_max_length: Any = 64, default_beam_size: Any = 1
+    parser: argparse.ArgumentParser,
+    default_max_length: Any = 64,
+    default_beam_size: Any = 1,
+    default_length_penalty: Any = 0.0,
 ) -> None:
-    """``--beam-size``, ``--length-penalty``, ``--coverage-penalty``, ``--max-decode-length``."""
+    """``--beam-size``, ``--length-penalty``, ``--coverage-penalty``, ``--max-decode-length``.
+
+    ``train`` leaves the beam and the length penalty None: its recipe fills them.
+    """
     at_least_one = integer_at_least(1)
     parser.add_argument(
         "--beam-size",
         type=at_least_one,
         default=default_beam_size,
-        help="1 = greedy search" + ("" if default_beam_size else " (recipe: 4 for g2p, else 1)"),
+        help="1 = greedy search" + ("" if default_beam_size else " (recipe: 4 for g2p and real)"),
     )
-    parser.add_argument("--length-penalty", type=float, default=0.0, help="GNMT alpha")
+    parser.add_argument(
+        "--length-penalty",
+        type=float,
+        default=default_length_penalty,
+        help="GNMT alpha"
+        + ("" if default_length_penalty is not None else " (recipe: 0.6 for real)"),
+    )
     parser.add_argument("--coverage-penalty", type=float, default=0.0, help="GNMT beta")
     parser.add_argument(
         "--max-decode-length",

@@ -205,7 +205,7 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-evaluate", action="store_true", help="skip the test-split evaluation and heat-maps"
     )
-    cli.add_decoding_arguments(parser, default_beam_size=None)
+    cli.add_decoding_arguments(parser, default_beam_size=None, default_length_penalty=None)
     return parser
 
 

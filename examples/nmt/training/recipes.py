@@ -54,6 +54,7 @@ RECIPES = {
         "warmup_steps": 100,
         "weight_decay": 0.0,
         "beam_size": 1,
+        "length_penalty": 0.0,
     },
     "real": {
         "attention": "luong",
@@ -71,7 +72,11 @@ RECIPES = {
         "learning_rate": 3e-3,
         "warmup_steps": 300,
         "weight_decay": 0.0,
-        "beam_size": 1,
+        # Beam 4 with GNMT's length penalty 0.6 (Wu et al. 2016's value, not
+        # tuned here): cased sacreBLEU 54.86 against 53.04 greedy and 54.44
+        # with beam 4 alone, the same Transformer run (2026-12-05).
+        "beam_size": 4,
+        "length_penalty": 0.6,
     },
     "g2p": {
         "attention": "bahdanau",
@@ -100,6 +105,7 @@ RECIPES = {
         "warmup_steps": 300,
         "weight_decay": 0.1,
         "beam_size": 4,
+        "length_penalty": 0.0,
     },
 }
 

@@ -175,21 +175,29 @@ def test_the_recipe_picks_the_architecture_left_out(extra, architecture):
 
 
 @pytest.mark.parametrize(
-    "extra, recipe, tokenizers, beam_size",
+    "extra, recipe, tokenizers, beam_size, length_penalty",
     [
-        ((), "date", ("words", "char"), 1),
-        (("--dataset", "tsv:pairs.tsv"), "real", ("unigram", "unigram"), 1),
-        (("--dataset", "dict:words.dict"), "g2p", ("letters", "symbols"), 4),
-        (("--dataset", "cmu_pronouncing_dictionary/stress"), "g2p", ("letters", "symbols"), 4),
-        (("--dataset", "dict:words.dict", "--beam-size", "2"), "g2p", ("letters", "symbols"), 2),
+        ((), "date", ("words", "char"), 1, 0.0),
+        (("--dataset", "tsv:pairs.tsv"), "real", ("unigram", "unigram"), 4, 0.6),
+        (("--dataset", "tsv:pairs.tsv", "--length-penalty", "0"), "real", ("unigram",) * 2, 4, 0.0),
+        (("--dataset", "dict:words.dict"), "g2p", ("letters", "symbols"), 4, 0.0),
+        (("--dataset", "cmu_pronouncing_dictionary/stress"), "g2p", ("letters", "symbols"), 4, 0.0),
+        (
+            ("--dataset", "dict:words.dict", "--beam-size", "2"),
+            "g2p",
+            ("letters", "symbols"),
+            2,
+            0.0,
+        ),
     ],
 )
-def test_pronunciations_get_the_g2p_recipe(extra, recipe, tokenizers, beam_size):
-    """Letters in, phoneme symbols out, beam search, unless the flags say otherwise."""
+def test_pronunciations_get_the_g2p_recipe(extra, recipe, tokenizers, beam_size, length_penalty):
+    """Letters in, phoneme symbols out, beam search, unless the flags say otherwise; real
+    language decodes with beam 4 and GNMT's length penalty."""
     args = train.parse_args(list(extra))
     assert args.recipe == recipe
     assert (args.source_tokenizer, args.target_tokenizer) == tokenizers
-    assert args.beam_size == beam_size
+    assert (args.beam_size, args.length_penalty) == (beam_size, length_penalty)
 
 
 @pytest.mark.parametrize(

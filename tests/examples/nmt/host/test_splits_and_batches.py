@@ -173,7 +173,9 @@ def test_each_process_feeds_its_rows_of_every_padded_batch():
     ]
     stream = batches.make_batches(pairs, vocabularies, 6, training=True, max_length=12, passes=2)
     padded = batches.pad_batches(stream, 8, 4)
-    shards = [padded.shard(index, 2).skip(1) for index in range(2)]  # sharded, then skipped, as fit does
+    shards = [
+        padded.shard(index, 2).skip(1) for index in range(2)
+    ]  # sharded, then skipped, as fit does
     for step in range(len(shards[0])):
         (source, target_in), target_out = padded[step + 1]
         parts = [shard[step] for shard in shards]
