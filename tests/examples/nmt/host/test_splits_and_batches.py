@@ -76,20 +76,26 @@ def test_the_bundled_dictionary_splits_are_tensorflows_hash_split():
     assert all(buckets[word] >= 1000 for word, _ in ours["train"])
 
 
-def test_batches_follow_the_tf_data_rules_and_each_pass_its_seed():
-    vocabularies = host_vocabularies.Vocabularies(
+def token_vocabularies():
+    return host_vocabularies.Vocabularies(
         host_vocabularies.TokenVocabulary(tiny.TOKENS),
         host_vocabularies.TokenVocabulary(tiny.TOKENS),
     )
-    rng = random.Random(0)
+
+
+def random_pairs(seed, count, longest):
+    """``count`` pairs of 1 to ``longest - 1`` of the tiny words a side."""
+    rng = random.Random(seed)
     words = tiny.TOKENS[4:]
-    pairs = [
-        (
-            " ".join(rng.choices(words, k=rng.randrange(1, 20))),
-            " ".join(rng.choices(words, k=rng.randrange(1, 20))),
-        )
-        for _ in range(100)
+    return [
+        tuple(" ".join(rng.choices(words, k=rng.randrange(1, longest))) for _ in "st")
+        for _ in range(count)
     ]
+
+
+def test_batches_follow_the_tf_data_rules_and_each_pass_its_seed():
+    vocabularies = token_vocabularies()
+    pairs = random_pairs(0, 100, 20)
     stream = batches.make_batches(pairs, vocabularies, 8, training=True, max_length=12, passes=3)
     again = batches.make_batches(pairs, vocabularies, 8, training=True, max_length=12, passes=3)
     one = batches.make_batches(pairs, vocabularies, 8, training=True, max_length=12)
@@ -161,16 +167,8 @@ def test_batches_follow_the_tf_data_rules_and_each_pass_its_seed():
 
 
 def test_each_process_feeds_its_rows_of_every_padded_batch():
-    vocabularies = host_vocabularies.Vocabularies(
-        host_vocabularies.TokenVocabulary(tiny.TOKENS),
-        host_vocabularies.TokenVocabulary(tiny.TOKENS),
-    )
-    rng = random.Random(1)
-    words = tiny.TOKENS[4:]
-    pairs = [
-        (" ".join(rng.choices(words, k=rng.randrange(1, 12))), " ".join(rng.choices(words, k=3)))
-        for _ in range(50)
-    ]
+    vocabularies = token_vocabularies()
+    pairs = random_pairs(1, 50, 12)
     stream = batches.make_batches(pairs, vocabularies, 6, training=True, max_length=12, passes=2)
     padded = batches.pad_batches(stream, 8, 4)
     shards = [
