@@ -93,6 +93,31 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="needs KERAS_BACKEND=tensorflow"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_jax_compilation_cache(tmp_path_factory):
+    """On JAX: one persistent XLA compilation cache for the test session, shared
+    by its xdist workers (new for each session, in pytest's temporary folder).
+
+    JAX compiles every eager op and every jitted function, and many tests build
+    the same programs again (the same layer and shapes in another check, in the
+    other worker): a later compile of a program loads the executable an earlier
+    one wrote. The same program and flags give the same executable: no result
+    changes. A cache the user set (JAX_COMPILATION_CACHE_DIR) is kept. Measured
+    on 2 cores, load ~2.5: test_layer_contract, test_layers, test_models and
+    test_sliding_window under -n 2, 307 -> 268 CPU seconds, 164 -> 151 s wall.
+    """
+    if BACKEND != "jax" or jax.config.jax_compilation_cache_dir:
+        yield
+        return
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the session's folder, above each worker's own
+    jax.config.update("jax_compilation_cache_dir", str(base / "jax_compilation_cache"))
+    # Every program: most of the suite's are small, compiled in well under 1 s.
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    yield
+
+
 @pytest.fixture(autouse=True)
 def _fresh_keras_state():
     # No clear_session here: its garbage collection costs ~0.25 s a test.

@@ -47,20 +47,31 @@ args = json.loads(sys.argv[1])
 train.main(args)
 """
 
-LAYOUT = """
-import json
-import jax
+# The run, printing the data layout its distribution gives a (24, 16) batch as
+# soon as it is set up (one process for both: each new process imports JAX,
+# Keras and TensorFlow again).
+SCRIPT_AND_LAYOUT = """
+import json, sys
 import keras
+from examples.nmt import train
 from examples.nmt.training import distribution
 
-distributed = distribution.setup("data")
-layout = keras.distribution.distribution().get_data_layout((24, 16))
-sharding = layout.backend_layout
-print("LAYOUT", json.dumps({
-    "replicas": distributed.replicas,
-    "devices": len(sharding.mesh.devices.flat),
-    "shard_shape": list(sharding.shard_shape((24, 16))),
-}))
+setup = distribution.setup
+
+
+def setup_and_print_the_layout(*args, **kwargs):
+    distributed = setup(*args, **kwargs)
+    sharding = keras.distribution.distribution().get_data_layout((24, 16)).backend_layout
+    print("LAYOUT", json.dumps({
+        "replicas": distributed.replicas,
+        "devices": len(sharding.mesh.devices.flat),
+        "shard_shape": list(sharding.shard_shape((24, 16))),
+    }), flush=True)
+    return distributed
+
+
+distribution.setup = setup_and_print_the_layout
+train.main(json.loads(sys.argv[1]))
 """
 
 
@@ -119,12 +130,6 @@ def free_port():
         return sock.getsockname()[1]
 
 
-def test_the_batch_axis_is_sharded_over_both_devices():
-    output = finish(run_python(LAYOUT))
-    layout = json.loads(output.split("LAYOUT ", 1)[1].splitlines()[0])
-    assert layout == {"replicas": 2, "devices": 2, "shard_shape": [12, 16]}
-
-
 @pytest.fixture(scope="module")
 def one_device_run(date_data_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("one") / "run"
@@ -134,11 +139,14 @@ def one_device_run(date_data_dir, tmp_path_factory):
 
 
 def test_two_devices_train_to_the_weights_of_one(one_device_run, date_data_dir, tmp_path):
+    """The batch axis is sharded over both devices, and the weights are one device's."""
     out = tmp_path / "run"
     argv = tiny.tiny_args(out, *RUN, *NO_EVALUATE, "--strategy", "data", data_dir=date_data_dir)
-    output = finish(run_python(SCRIPT, json.dumps(argv)))
+    output = finish(run_python(SCRIPT_AND_LAYOUT, json.dumps(argv)))
     assert "--strategy data, 2 replicas" in output
     assert "on 2 replicas" in output
+    layout = json.loads(output.split("LAYOUT ", 1)[1].splitlines()[0])
+    assert layout == {"replicas": 2, "devices": 2, "shard_shape": [12, 16]}
     expected, found = weights(one_device_run), weights(out)
     assert len(found) == len(expected)
     for want, got in zip(expected, found):
