@@ -12,8 +12,9 @@ q_i[j] = (1 - p_i[j-1]) · q_i[j-1] + α_{i-1}[j]        (q_i[-1] = 0)
 
 `monotonic_attention` computes it three ways (TensorFlow Addons'
 `tfa.seq2seq.monotonic_attention`): `"recursive"` (the recurrence over `j`, a
-scan), `"parallel"` (its closed form with cumulative products and sums) and
-`"hard"` (for `p` in {0, 1}: the first stop at or after the previous one).
+sequential scan), `"parallel"` (the same recurrence as a parallel prefix scan
+of its affine steps, `ceil(log2 Tv)` rounds) and `"hard"` (for `p` in
+{0, 1}: the first stop at or after the previous one).
 Mass that reaches the end without stopping leaves: an alignment may sum to
 less than 1.
 
@@ -81,6 +82,44 @@ def _recursive(p_choose_i, previous_attention):
     return p_choose_i * ops.transpose(q)
 
 
+def _shift(x, distance, fill):
+    """`x` moved `distance` places along the last axis; the first `distance` are `fill`."""
+    return ops.concatenate([ops.full_like(x[..., :distance], fill), x[..., :-distance]], axis=-1)
+
+
+def _parallel(p_choose_i, previous_attention):
+    """The recurrence `q[j] = a[j] · q[j-1] + b[j]` as a prefix scan (Hillis & Steele).
+
+    Each position is the affine map `x -> a x + b`, with `a[j] = 1 - p[j-1]`
+    and `b[j] = α_{i-1}[j]`. Round `r` composes every map with the one
+    `d = 2^r` places before it (the identity `(1, 0)` before the start):
+    after `ceil(log2 Tv)` rounds, `b[j]` is `q[j]`. Only products of factors
+    in [0, 1] and sums of the previous alignment's mass: nothing divides, so
+    mass behind near-certain stops is kept exactly (the closed form
+    `Π · cumsum(α / Π)` of TensorFlow Addons clips `Π` at 1e-10 and loses it).
+    """
+    a = _exclusive(1.0 - p_choose_i, 1.0)
+    b = previous_attention
+
+    def compose(a, b, distance):
+        return a * _shift(a, distance, 1.0), b + a * _shift(b, distance, 0.0)
+
+    length = p_choose_i.shape[-1]
+    if length is not None:  # a static length: the rounds unroll
+        distance = 1
+        while distance < length:
+            a, b = compose(a, b, distance)
+            distance *= 2
+    else:  # a TensorFlow graph of unknown length
+        length = ops.shape(p_choose_i)[-1]
+        _, b, _ = ops.while_loop(
+            lambda a, b, distance: distance < length,
+            lambda a, b, distance: (*compose(a, b, distance), distance * 2),
+            (a, b, ops.convert_to_tensor(1, "int32")),
+        )
+    return p_choose_i * b
+
+
 def monotonic_attention(p_choose_i, previous_attention, mode: str = "parallel"):
     """The expected monotonic alignment `(B, Tv)` given the previous one.
 
@@ -89,8 +128,8 @@ def monotonic_attention(p_choose_i, previous_attention, mode: str = "parallel"):
             (in {0, 1} for `mode="hard"`).
         previous_attention: `(B, Tv)` the previous step's alignment; a
             one-hot on position 0 before the first step.
-        mode: `"parallel"` (default; a closed form of the recurrence with an
-            exclusive `safe_cumprod`, whose division is clipped at 1e-10),
+        mode: `"parallel"` (default; the recurrence as a parallel prefix
+            scan in `ceil(log2 Tv)` rounds, exact: it divides by nothing),
             `"recursive"` (the recurrence itself, a scan over `Tv`: exact but
             sequential) or `"hard"` (`p_choose_i` in {0, 1}: a one-hot at the
             first position at or after the previous one with `p = 1`, or all
@@ -110,9 +149,7 @@ def monotonic_attention(p_choose_i, previous_attention, mode: str = "parallel"):
     if mode == "recursive":
         return _recursive(p_choose_i, previous_attention)
     if mode == "parallel":
-        cumprod = safe_cumprod(1.0 - p_choose_i, exclusive=True)  # (B, Tv)
-        carried = ops.cumsum(previous_attention / ops.clip(cumprod, 1e-10, 1.0), axis=-1)
-        return p_choose_i * cumprod * carried
+        return _parallel(p_choose_i, previous_attention)
     # hard: no stop before the previous one, then only the first stop.
     p_choose_i = p_choose_i * ops.cumsum(previous_attention, axis=-1)
     return p_choose_i * _exclusive(ops.cumprod(1.0 - p_choose_i, axis=-1), 1.0)

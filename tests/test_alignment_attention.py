@@ -42,12 +42,14 @@ DQ, DK, DV = ALIGNMENT_DIMS
 
 
 # ------------------------------------------------------------------ the math
+@pytest.mark.parametrize("length", [1, 2, 9, 16, 33])
 @pytest.mark.parametrize("mode", ["parallel", "recursive"])
-def test_monotonic_attention_is_the_recurrence(mode, rng):
-    p_choose = rng.uniform(size=(3, 9)).astype("float32")
-    previous = rng.dirichlet(np.ones(9), size=3).astype("float32")
+def test_monotonic_attention_is_the_recurrence(mode, length, rng):
+    """Lengths around powers of two: the parallel scan's rounds reach back 1, 2, 4, ..."""
+    p_choose = rng.uniform(size=(3, length)).astype("float32")
+    previous = rng.dirichlet(np.ones(length), size=3).astype("float32")
     previous[2] = 0.0
-    previous[2, 4] = 1.0
+    previous[2, length // 2] = 1.0
     got = to_numpy(monotonic.monotonic_attention(p_choose, previous, mode))
     np.testing.assert_allclose(got, reference.monotonic_recurrence(p_choose, previous), atol=1e-5)
     assert np.all(got.sum(-1) <= previous.sum(-1) + 1e-5)  # mass only leaves
@@ -82,12 +84,6 @@ def test_parallel_mode_survives_certain_stops_and_underflowing_products():
     assert np.isfinite(grad).all()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the default parallel mode divides by the exclusive cumprod of 1 - p clipped at "
-    "1e-10: mass carried to a position behind near-certain stops (cumprod 6.5e-13) is lost "
-    "(0.311 becomes 0.002); found by the contract's random draws, LuongMonotonicAttention",
-)
 def test_parallel_mode_keeps_mass_carried_past_near_certain_stops():
     """Position 5 holds 0.34 of the previous alignment; the stops before it are near 1."""
     p_choose = np.array([[0.119593, 0.999996, 0.998921, 0.847678, 0.998871, 0.915739]], "float32")
@@ -95,6 +91,20 @@ def test_parallel_mode_keeps_mass_carried_past_near_certain_stops():
     want = reference.monotonic_recurrence(p_choose, previous)  # [..., 0.311]
     got = to_numpy(monotonic.monotonic_attention(p_choose, previous, "parallel"))
     np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+@pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow graphs only")
+def test_parallel_mode_in_a_graph_of_unknown_length(rng):
+    """A `tf.function` traced with `Tv = None` loops over the scan's rounds instead of unrolling."""
+    import tensorflow as tf
+
+    spec = tf.TensorSpec([None, None], "float32")
+    traced = tf.function(monotonic.monotonic_attention, input_signature=[spec, spec])
+    for length in (1, 5, 8, 21):
+        p_choose = rng.uniform(size=(2, length)).astype("float32")
+        previous = rng.dirichlet(np.ones(length), size=2).astype("float32")
+        want = reference.monotonic_recurrence(p_choose, previous)
+        np.testing.assert_allclose(traced(p_choose, previous).numpy(), want, atol=1e-5)
 
 
 def test_bad_mode():
