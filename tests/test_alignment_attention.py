@@ -95,16 +95,29 @@ def test_parallel_mode_keeps_mass_carried_past_near_certain_stops():
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="TensorFlow graphs only")
 def test_parallel_mode_in_a_graph_of_unknown_length(rng):
-    """A `tf.function` traced with `Tv = None` loops over the scan's rounds instead of unrolling."""
+    """Traced with `Tv = None`, the scan loops over its rounds: the recurrence and its gradients."""
     import tensorflow as tf
 
+    def alignment_and_grads(p_choose, previous, mode="parallel"):
+        with tf.GradientTape() as tape:
+            tape.watch([p_choose, previous])
+            alignment = monotonic.monotonic_attention(p_choose, previous, mode)
+            loss = tf.reduce_sum(alignment**2)
+        return alignment, tape.gradient(loss, [p_choose, previous])
+
     spec = tf.TensorSpec([None, None], "float32")
-    traced = tf.function(monotonic.monotonic_attention, input_signature=[spec, spec])
+    traced = tf.function(alignment_and_grads, input_signature=[spec, spec])
     for length in (1, 5, 8, 21):
         p_choose = rng.uniform(size=(2, length)).astype("float32")
         previous = rng.dirichlet(np.ones(length), size=2).astype("float32")
+        alignment, grads = traced(p_choose, previous)
         want = reference.monotonic_recurrence(p_choose, previous)
-        np.testing.assert_allclose(traced(p_choose, previous).numpy(), want, atol=1e-5)
+        np.testing.assert_allclose(alignment.numpy(), want, atol=1e-5)
+        _, want_grads = alignment_and_grads(
+            tf.constant(p_choose), tf.constant(previous), "recursive"
+        )
+        for got, expected in zip(grads, want_grads):
+            np.testing.assert_allclose(got.numpy(), expected.numpy(), atol=1e-5)
 
 
 def test_bad_mode():
