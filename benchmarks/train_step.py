@@ -66,6 +66,7 @@ def prepare(argv: list[str], batches: int):
         training=True,
         max_length=args.max_length,
         seed=args.seed,
+        bucket_step=args.length_bucket_step,
     )
     data = [
         tuple(np.asarray(part) for part in (inputs[0], inputs[1], targets))

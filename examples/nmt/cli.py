@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -39,6 +40,24 @@ def integer_at_least(minimum: int) -> Callable[[str], int]:
         return value
 
     parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
+def number_above(minimum: float) -> Callable[[str], float]:
+    """An argparse ``type``: a number ``> minimum``, else a one-line usage error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, received {text!r}") from None
+        if not minimum < value < math.inf:  # not NaN either
+            raise argparse.ArgumentTypeError(
+                f"expected a finite number > {minimum}, received {text}"
+            )
+        return value
+
+    parse.__name__ = f"number > {minimum}"
     return parse
 
 

@@ -148,6 +148,12 @@ def make_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--epochs", type=positive, help="(recipe)")
     parser.add_argument("--batch-size", type=positive, help="(recipe)")
+    parser.add_argument(
+        "--length-bucket-step",
+        type=cli.number_above(1.0),
+        help="(recipe) training batches come from buckets of lengths whose upper edges "
+        "start at 8 and grow by this factor: 2 gives 8, 16, 32, ...; 1.1 pads less",
+    )
     parser.add_argument("--learning-rate", type=float, help="(recipe) peak, after warm-up")
     parser.add_argument("--warmup-steps", type=at_least(0), help="(recipe)")
     parser.add_argument("--clipnorm", type=float, default=1.0, help="per-variable; 0 = off")

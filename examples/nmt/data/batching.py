@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from examples.nmt.host.batches import DEFAULT_BUCKET_STEP
 from examples.nmt.host.batches import bucket_boundaries
 from examples.nmt.text.special import END_ID
 from examples.nmt.text.special import PAD_ID
@@ -103,6 +104,7 @@ def make_batches(
     cache: bool | str = True,
     seed: int | None = 0,
     passes: int = 1,
+    bucket_step: float = DEFAULT_BUCKET_STEP,
 ) -> tf.data.Dataset:
     """Batches of ``((source_ids, target_in_ids), target_out_ids)``.
 
@@ -131,10 +133,12 @@ def make_batches(
             so a resumed run's stream (``skip``) is an uninterrupted run's on
             every backend (Keras on JAX makes an iterator of its own first,
             which would move a ``reshuffle_each_iteration`` order).
+        bucket_step: with ``training``, the growth of the length buckets'
+            edges (``bucket_boundaries``: 2 gives 8, 16, 32, ...).
     """
     encoded = _encoded(examples, vocabularies, max_length, with_alignment, cache)
     if training:
-        return _passes(encoded, batch_size, max_length, seed, passes)
+        return _passes(encoded, batch_size, max_length, seed, passes, bucket_step)
     return encoded.padded_batch(batch_size).map(_model_inputs).prefetch(tf.data.AUTOTUNE)
 
 
@@ -147,6 +151,7 @@ def training_batches(
     cache: bool | str = True,
     seed: int | None = 0,
     passes: int = 1,
+    bucket_step: float = DEFAULT_BUCKET_STEP,
 ) -> tuple[tf.data.Dataset, tf.data.Dataset]:
     """``make_batches(training=True)``'s first pass and its stream of ``passes``, encoded once.
 
@@ -157,8 +162,8 @@ def training_batches(
     """
     encoded = _encoded(examples, vocabularies, max_length, False, cache)
     return (
-        _passes(encoded, batch_size, max_length, seed, 1),
-        _passes(encoded, batch_size, max_length, seed, passes),
+        _passes(encoded, batch_size, max_length, seed, 1, bucket_step),
+        _passes(encoded, batch_size, max_length, seed, passes, bucket_step),
     )
 
 
@@ -185,10 +190,15 @@ def _encoded(
 
 
 def _passes(
-    encoded: tf.data.Dataset, batch_size: int, max_length: int, seed: int | None, passes: int
+    encoded: tf.data.Dataset,
+    batch_size: int,
+    max_length: int,
+    seed: int | None,
+    passes: int,
+    step: float,
 ) -> tf.data.Dataset:
     """``passes`` shuffled, length-bucketed passes over ``encoded``; see ``make_batches``."""
-    boundaries = _bucket_boundaries(max_length)
+    boundaries = _bucket_boundaries(max_length, step)
 
     def one_pass(index: int) -> tf.data.Dataset:
         if seed is None:

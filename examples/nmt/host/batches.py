@@ -14,6 +14,7 @@ few static shapes. The batches are ``tf.data``'s semantics, not its order.
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,9 +28,29 @@ from examples.nmt.text.special import START_ID
 Example = tuple[list[int], list[int], list[int]]  # source, [START] + target, target + [END]
 
 
-def bucket_boundaries(max_length: int) -> list[int]:
-    """The upper lengths of the length buckets (both pipelines' ``bucket_by_sequence_length``)."""
-    return [length for length in (8, 16, 32, 64, 128, 256) if length < max_length]
+DEFAULT_BUCKET_STEP = 2.0
+
+
+def bucket_boundaries(max_length: int, step: float = DEFAULT_BUCKET_STEP) -> list[int]:
+    """The upper lengths of the length buckets (both pipelines' ``bucket_by_sequence_length``).
+
+    The first is 8; each next one is the last times ``step`` (rounded down,
+    and at least one more), up to ``max_length``: ``step`` 2 gives 8, 16, 32,
+    64, ...; 1.1 (Tensor2Tensor's ``length_bucket_step``) gives one length a
+    bucket up to 19 tokens, then buckets about a tenth wide. A batch is padded
+    to its longest example, so finer buckets pad less (fra-eng's training
+    pairs, batches of 128: 1.52x their tokens with 2, 1.12x with 1.1).
+
+    Raises:
+        ValueError: ``step`` not a finite number above 1.
+    """
+    if not 1 < step < math.inf:
+        raise ValueError(f"Expected a finite length bucket step above 1. Received: {step!r}")
+    boundaries, length = [], 8
+    while length < max_length:
+        boundaries.append(length)
+        length = max(int(length * step), length + 1)
+    return boundaries
 
 
 def encode_pairs(pairs: Sequence[tuple[str, str]], vocabularies: Any, max_length: int):
@@ -121,8 +142,10 @@ class Batches(keras.utils.PyDataset):
         return Batches(self.batches, self.rows, self.length_multiple, (index, count))
 
 
-def _bucketed(examples: list[Example], order: np.ndarray, batch_size: int, max_length: int):
-    boundaries = bucket_boundaries(max_length)
+def _bucketed(
+    examples: list[Example], order: np.ndarray, batch_size: int, max_length: int, step: float
+):
+    boundaries = bucket_boundaries(max_length, step)
     buckets: list[list[Example]] = [[] for _ in range(len(boundaries) + 1)]
     batches = []
     for index in order:
@@ -144,12 +167,13 @@ def make_batches(
     max_length: int = 64,
     seed: int | None = 0,
     passes: int = 1,
+    bucket_step: float = DEFAULT_BUCKET_STEP,
 ) -> Batches:
     """``batching.make_batches`` of a host split (pairs); see the module doc."""
     examples = encode_pairs(pairs, vocabularies, max_length)
     if not training:
         return Batches([examples[i : i + batch_size] for i in range(0, len(examples), batch_size)])
-    return Batches(_flat(_passes(examples, batch_size, max_length, seed, passes)))
+    return Batches(_flat(_passes(examples, batch_size, max_length, seed, passes, bucket_step)))
 
 
 def training_batches(
@@ -160,15 +184,21 @@ def training_batches(
     max_length: int = 64,
     seed: int | None = 0,
     passes: int = 1,
+    bucket_step: float = DEFAULT_BUCKET_STEP,
 ) -> tuple[Batches, Batches]:
     """``batching.training_batches``: the first pass and the stream, the pairs encoded once."""
     examples = encode_pairs(pairs, vocabularies, max_length)
-    each = _passes(examples, batch_size, max_length, seed, passes)
+    each = _passes(examples, batch_size, max_length, seed, passes, bucket_step)
     return Batches(each[0]), Batches(_flat(each))
 
 
 def _passes(
-    examples: list[Example], batch_size: int, max_length: int, seed: int | None, passes: int
+    examples: list[Example],
+    batch_size: int,
+    max_length: int,
+    seed: int | None,
+    passes: int,
+    step: float,
 ) -> list[list[list[Example]]]:
     """Each pass's batches: pass ``i`` shuffled with ``seed * 1_000_003 + i``, bucketed."""
 
@@ -176,7 +206,10 @@ def _passes(
         generator = np.random.default_rng(None if seed is None else seed * 1_000_003 + index)
         return generator.permutation(len(examples))
 
-    return [_bucketed(examples, order(index), batch_size, max_length) for index in range(passes)]
+    bucket_boundaries(max_length, step)  # a bad step fails here, with or without examples
+    return [
+        _bucketed(examples, order(index), batch_size, max_length, step) for index in range(passes)
+    ]
 
 
 def _flat(passes: list[list[list[Example]]]) -> list[list[Example]]:

@@ -202,6 +202,7 @@ def fit(
         max_length=args.max_length,
         seed=args.seed,
         passes=args.epochs + 1,  # bucketing: a pass may hold a few batches fewer
+        bucket_step=args.length_bucket_step,
     )
     validation = functions.make_batches(
         splits["validation"], vocabularies, args.batch_size, max_length=args.max_length
