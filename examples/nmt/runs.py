@@ -81,6 +81,7 @@ ADDED_FLAGS = {
     "coordinator": None,
     "num_processes": None,
     "process_id": None,
+    "length_bucket_step": 2.0,
 }
 # The Keras backend a run trains on, recorded in its config.json (runs before
 # it was recorded trained on TensorFlow).

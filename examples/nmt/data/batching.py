@@ -18,6 +18,9 @@ from examples.nmt.text.special import START_ID
 from examples.nmt.text.vocabularies import Vocabularies
 
 _SHUFFLE_BUFFER = 20_000
+# Batches, shuffled after bucketing: a whole pass of fra-eng's (about 1,000
+# batches of 128) or CMUdict's (952); a longer pass is shuffled in a window.
+_BATCH_SHUFFLE_BUFFER = 1_024
 
 
 def unbatch(batches: tf.data.Dataset) -> tf.data.Dataset:
@@ -119,8 +122,8 @@ def make_batches(
         examples: one split of ``load_splits``.
         vocabularies: from ``build_vocabularies`` or ``Vocabularies.load``.
         batch_size: examples per batch.
-        training: shuffle (with ``seed``) and bucket by length; otherwise
-            keep the order.
+        training: shuffle (with ``seed``), bucket by length, then shuffle
+            the batches (a window of 1,024); otherwise keep the order.
         max_length: truncate sources to this many tokens, targets so that
             ``Tt <= max_length``.
         with_alignment: add the gold alignment matrices.
@@ -200,16 +203,21 @@ def _passes(
     """``passes`` shuffled, length-bucketed passes over ``encoded``; see ``make_batches``."""
     boundaries = _bucket_boundaries(max_length, step)
 
-    def one_pass(index: int) -> tf.data.Dataset:
+    def shuffle(dataset: tf.data.Dataset, buffer: int, index: int) -> tf.data.Dataset:
         if seed is None:
-            shuffled = encoded.shuffle(_SHUFFLE_BUFFER)
-        else:
-            shuffled = encoded.shuffle(
-                _SHUFFLE_BUFFER, seed=seed * 1_000_003 + index, reshuffle_each_iteration=False
-            )
-        return shuffled.bucket_by_sequence_length(
+            return dataset.shuffle(buffer)
+        return dataset.shuffle(
+            buffer, seed=seed * 1_000_003 + index, reshuffle_each_iteration=False
+        )
+
+    def one_pass(index: int) -> tf.data.Dataset:
+        bucketed = shuffle(encoded, _SHUFFLE_BUFFER, index).bucket_by_sequence_length(
             _example_length, boundaries, [batch_size] * (len(boundaries) + 1)
         )
+        # Each bucket's last, partial batch leaves at the end of the pass, one
+        # length after another (with fine buckets, dozens of steps just before
+        # validation); shuffling the batches spreads them over the pass.
+        return shuffle(bucketed, _BATCH_SHUFFLE_BUFFER, index)
 
     batches = one_pass(0)
     for index in range(1, passes):

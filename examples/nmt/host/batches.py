@@ -7,8 +7,11 @@ with ``training``, each of ``passes`` passes shuffled with its own seed
 iterated before, so a resumed run skips to an uninterrupted run's batches)
 and bucketed by length as ``tf.data``'s ``bucket_by_sequence_length`` does
 (a batch leaves when its bucket is full; the last partial ones at the end of
-the pass); otherwise in order. ``pad_batches`` gives a compiling backend its
-few static shapes. The batches are ``tf.data``'s semantics, not its order.
+the pass), then the pass's batches shuffled (``tf.data`` in a window of
+1,024 batches, here all of them), so that those partial batches, one length
+after another, do not all come just before validation; otherwise in order.
+``pad_batches`` gives a compiling backend its few static shapes. The batches
+are ``tf.data``'s semantics, not its order.
 """
 
 from __future__ import annotations
@@ -200,16 +203,17 @@ def _passes(
     passes: int,
     step: float,
 ) -> list[list[list[Example]]]:
-    """Each pass's batches: pass ``i`` shuffled with ``seed * 1_000_003 + i``, bucketed."""
+    """Each pass's batches: shuffled with ``seed * 1_000_003 + i``, bucketed, shuffled again."""
 
-    def order(index: int) -> np.ndarray:
+    def one_pass(index: int) -> list[list[Example]]:
         generator = np.random.default_rng(None if seed is None else seed * 1_000_003 + index)
-        return generator.permutation(len(examples))
+        batches = _bucketed(
+            examples, generator.permutation(len(examples)), batch_size, max_length, step
+        )
+        return [batches[position] for position in generator.permutation(len(batches))]
 
     bucket_boundaries(max_length, step)  # a bad step fails here, with or without examples
-    return [
-        _bucketed(examples, order(index), batch_size, max_length, step) for index in range(passes)
-    ]
+    return [one_pass(index) for index in range(passes)]
 
 
 def _flat(passes: list[list[list[Example]]]) -> list[list[Example]]:

@@ -59,6 +59,12 @@ def exits_with_usage_error(capsys, function, argv, *needles):
         (["--beam-size", "0"], "--beam-size"),
         (["--units", "7"], "--units: expected an even number"),
         (["--dropout", "1.5"], "--dropout"),
+        (
+            ["--length-bucket-step", "1"],
+            "--length-bucket-step: expected a finite number > 1.0, received 1",
+        ),
+        (["--length-bucket-step", "nan"], "--length-bucket-step: expected a finite number"),
+        (["--length-bucket-step", "x"], "--length-bucket-step: expected a number, received 'x'"),
     ],
 )
 def test_bad_flags_exit_2_before_any_work(flags, needle, tmp_path, capsys):
