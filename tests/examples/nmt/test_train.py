@@ -211,6 +211,7 @@ def test_pronunciations_get_the_g2p_recipe(extra, recipe, tokenizers, beam_size,
         (("--dataset", "dict:words.dict", "--architecture", "transformer"), None, 0.0, 12),
         ((), None, 0.0, 2),
         (("--dataset", "tsv:pairs.tsv", "--architecture", "rnn"), None, 0.0, 5),
+        (("--dataset", "tsv:pairs.tsv"), None, 0.0, 5),
     ],
 )  # fmt: skip
 def test_the_g2p_recipe_sizes_its_attention_and_decays_its_weights(
@@ -340,3 +341,36 @@ def test_large_target_vocabulary_learns_more_than_the_most_frequent_token(tmp_pa
         accuracy = float(list(csv.DictReader(file))[-1]["val_masked_accuracy"])
     most_frequent_rate = 1 / (4.5 + 2)  # "." and [END] close every 4.5-word sentence
     assert accuracy > 1.5 * most_frequent_rate, accuracy
+
+
+def test_fit_buckets_the_training_batches_by_the_flag(monkeypatch, tmp_path):
+    """--length-bucket-step reaches the training batches (the recipe's when left out)."""
+    from types import SimpleNamespace
+
+    from examples.nmt.training import fit
+
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def training_batches(*_, **keywords):
+        seen.append(keywords["bucket_step"])
+        raise Stop
+
+    monkeypatch.setattr(
+        fit, "batch_functions", lambda splits: SimpleNamespace(training_batches=training_batches)
+    )
+    cases = (
+        ([], 2.0),  # the date recipe
+        (["--dataset", "tsv:pairs.tsv"], 1.1),  # the real recipe's Transformer
+        (["--dataset", "tsv:pairs.tsv", "--architecture", "rnn"], 2.0),
+        (["--dataset", "dict:words.dict"], 2.0),
+        (["--dataset", "dict:words.dict", "--architecture", "transformer"], 2.0),
+        (["--length-bucket-step", "1.25"], 1.25),
+    )
+    for flags, _ in cases:
+        args = train.parse_args(["--output-dir", str(tmp_path), *flags])
+        with pytest.raises(Stop):
+            fit.fit(args, {"train": [], "validation": []}, tiny.tiny_vocabularies())
+    assert seen == [step for _, step in cases]
