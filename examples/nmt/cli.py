@@ -27,38 +27,37 @@ def warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr)
 
 
-def integer_at_least(minimum: int) -> Callable[[str], int]:
-    """An argparse ``type``: an integer ``>= minimum``, else a one-line usage error."""
+def _checked(
+    convert: Callable[[str], Any], kind: str, accepts: Callable[[Any], bool], requirement: str
+) -> Callable[[str], Any]:
+    """An argparse ``type``: ``convert(text)`` if ``accepts`` it, else a one-line usage error."""
 
-    def parse(text: str) -> int:
+    def parse(text: str) -> Any:
         try:
-            value = int(text)
+            value = convert(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, received {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, received {value}")
+            raise argparse.ArgumentTypeError(f"expected {kind}, received {text!r}") from None
+        if not accepts(value):
+            raise argparse.ArgumentTypeError(f"expected {requirement}, received {value}")
         return value
 
-    parse.__name__ = f"integer >= {minimum}"
+    parse.__name__ = requirement.split(" ", 1)[1]
     return parse
+
+
+def integer_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse ``type``: an integer ``>= minimum``, else a one-line usage error."""
+    return _checked(int, "an integer", lambda value: value >= minimum, f"an integer >= {minimum}")
 
 
 def number_above(minimum: float) -> Callable[[str], float]:
-    """An argparse ``type``: a number ``> minimum``, else a one-line usage error."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, received {text!r}") from None
-        if not minimum < value < math.inf:  # not NaN either
-            raise argparse.ArgumentTypeError(
-                f"expected a finite number > {minimum}, received {text}"
-            )
-        return value
-
-    parse.__name__ = f"number > {minimum}"
-    return parse
+    """An argparse ``type``: a finite number ``> minimum`` (not NaN), else a usage error."""
+    return _checked(
+        float,
+        "a number",
+        lambda value: minimum < value < math.inf,
+        f"a finite number > {minimum}",
+    )
 
 
 def add_decoding_arguments(
