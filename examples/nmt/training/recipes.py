@@ -139,7 +139,8 @@ TRANSFORMER_RECIPES = {
         # pass): an epoch costs 0.75x, so 5 epochs train in 4's time. Seed 2,
         # idle, 2026-12-05: cased sacreBLEU 55.92 in 1,716 s of training
         # against 54.34 in 1,766 s (buckets 8/16/32, 4 epochs); 4 epochs of
-        # the fine buckets 54.06 in 1,334 s (examples/nmt/README.md).
+        # the fine buckets 54.06 in 1,334 s. Seed 1: 55.99 (old recipe
+        # 55.04), 1,826 s in a slow hour of the host (examples/nmt/README.md).
         "length_bucket_step": 1.1,
         "epochs": 5,
         "learning_rate": 1.5e-3,
