@@ -301,6 +301,6 @@ def test_finer_buckets_pad_less():
 
     real = sum(len(s) + len(t) for s, t, _ in batches.encode_pairs(pairs, vocabularies, 48))
     coarse, fine = padded_tokens(2.0), padded_tokens(1.1)
-    # One length a bucket up to 20 tokens, then ~10% wide: a quarter of the
+    # One length a bucket from 8 to 19 tokens, then ~10% wide: a quarter of the
     # padding of buckets 8, 16, 32 here (1.06x the tokens against 1.23x).
     assert real <= fine and fine - real < (coarse - real) / 3
