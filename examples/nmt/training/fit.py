@@ -204,8 +204,13 @@ def fit(
         passes=args.epochs + 1,  # bucketing: a pass may hold a few batches fewer
         bucket_step=args.length_bucket_step,
     )
-    validation = functions.make_batches(
-        splits["validation"], vocabularies, args.batch_size, max_length=args.max_length
+    validation = functions.make_batches(  # in length buckets: far less padding than in order
+        splits["validation"],
+        vocabularies,
+        args.batch_size,
+        max_length=args.max_length,
+        bucket_step=args.length_bucket_step,
+        bucketed=True,
     )
     steps_per_epoch, log_prior = functions.count_and_prior(first_pass, len(vocabularies.target))
     validation_steps = functions.count_batches(validation)  # no "ran out of data" warning

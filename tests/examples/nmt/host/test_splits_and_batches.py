@@ -304,3 +304,52 @@ def test_finer_buckets_pad_less():
     # One length a bucket from 8 to 19 tokens, then ~10% wide: a quarter of the
     # padding of buckets 8, 16, 32 here (1.06x the tokens against 1.23x).
     assert real <= fine and fine - real < (coarse - real) / 3
+
+
+@pytest.mark.parametrize("step", [2.0, 1.1])
+def test_bucketed_evaluation_batches_are_alike_in_both_pipelines_and_pad_less(step):
+    """make_batches(bucketed=True) without training: each batch one bucket, every
+    example once, in the same batches on both pipelines (no shuffle), and less
+    padding than batches of the examples in their order."""
+    vocabularies = token_vocabularies()
+    rng, words = random.Random(5), tiny.TOKENS[4:]
+    lengths = [
+        (n, max(1, n + rng.choice((-1, 0, 1)))) for n in (rng.randrange(1, 40) for _ in range(300))
+    ]
+    pairs = [tuple(" ".join(rng.choices(words, k=k)) for k in pair) for pair in lengths]
+    boundaries = batches.bucket_boundaries(48, step)
+    host = batches.make_batches(
+        pairs, vocabularies, 16, max_length=48, bucket_step=step, bucketed=True
+    )
+    graph = batching.make_batches(
+        tf.data.Dataset.from_tensor_slices(
+            {"source": [p[0] for p in pairs], "target": [p[1] for p in pairs]}
+        ),
+        tf_vocabularies.Vocabularies(*(tf_vocabularies.KINDS["words"](tiny.TOKENS) for _ in "st")),
+        16,
+        max_length=48,
+        bucket_step=step,
+        bucketed=True,
+    )
+    host_batches = [host[index] for index in range(len(host))]
+    graph_batches = list(graph.as_numpy_iterator())
+    assert len(host_batches) == len(graph_batches)
+    for ((source, target_in), target_out), ((g_source, g_in), g_out) in zip(
+        host_batches, graph_batches
+    ):
+        np.testing.assert_array_equal(source, g_source)
+        np.testing.assert_array_equal(target_in, g_in)
+        np.testing.assert_array_equal(target_out, g_out)
+        assert len({_bucket(boundaries, *row) for row in zip(source, target_in)}) == 1
+    rows = sorted(
+        tuple(np.trim_zeros(row, "b")) for (source, _), _ in host_batches for row in source
+    )
+    encoded = batches.encode_pairs(pairs, vocabularies, 48)
+    assert rows == sorted(tuple(source) for source, _, _ in encoded)
+
+    def padded(stream):
+        return sum(stream[i][0][0].size + stream[i][0][1].size for i in range(len(stream)))
+
+    real = sum(len(s) + len(t) for s, t, _ in encoded)
+    in_order = batches.make_batches(pairs, vocabularies, 16, max_length=48)
+    assert padded(host) - real < (padded(in_order) - real) / 2
