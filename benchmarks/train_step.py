@@ -76,7 +76,12 @@ def prepare(argv: list[str], batches: int):
         raise ValueError(
             f"Expected at least {batches} training batches for {argv}. Received: {len(data)}"
         )
-    model = compiled_model(args, vocabularies, dataset, steps_per_epoch=len(data))
+    policy = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy(args.precision)  # as fit trains it
+    try:
+        model = compiled_model(args, vocabularies, dataset, steps_per_epoch=len(data))
+    finally:
+        keras.mixed_precision.set_global_policy(policy)
     return model, data
 
 

@@ -71,6 +71,29 @@ def _cpu_cores() -> int:
     return len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
 
 
+# /proc/cpuinfo flags of a CPU that computes bfloat16 itself (Intel AMX or
+# AVX512_BF16, AMD Zen 4 and later; Arm's bf16 extension).
+_BFLOAT16_CPU_FLAGS = frozenset({"amx_bf16", "avx512_bf16", "bf16"})
+
+
+def native_bfloat16_cpu(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether this machine's CPU has bfloat16 arithmetic (Linux ``flags``/``Features``).
+
+    Elsewhere, or where ``cpuinfo`` cannot be read, False: a CPU without it
+    emulates bfloat16 through float32, slower than float32 itself.
+    """
+    try:
+        with open(cpuinfo, encoding="utf-8", errors="replace") as file:
+            text = file.read()
+    except OSError:
+        return False
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features") and _BFLOAT16_CPU_FLAGS & set(value.split()):
+            return True
+    return False
+
+
 def accelerators() -> list[str]:
     """The names of this process's GPUs (or TPUs) on the current backend; empty on a CPU."""
     backend = name()

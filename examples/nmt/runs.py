@@ -82,6 +82,7 @@ ADDED_FLAGS = {
     "num_processes": None,
     "process_id": None,
     "length_bucket_step": 2.0,
+    "precision": "float32",
 }
 # The Keras backend a run trains on, recorded in its config.json (runs before
 # it was recorded trained on TensorFlow).
@@ -231,8 +232,15 @@ def read_json(path: str) -> Any:
 
 
 def load_config(directory: str) -> dict[str, Any] | None:
-    """The arguments a run was started with (``config.json``), or None."""
-    return read_json(os.path.join(directory, CONFIG))
+    """The arguments a run was started with (``config.json``), or None.
+
+    A run before ``--precision`` recorded ``mixed_precision`` (a boolean):
+    it reads as the policy it trained in.
+    """
+    config = read_json(os.path.join(directory, CONFIG))
+    if config is not None and "mixed_precision" in config:
+        config["precision"] = "mixed_float16" if config.pop("mixed_precision") else "float32"
+    return config
 
 
 def _replace(path: str, text: str) -> None:

@@ -186,7 +186,21 @@ def make_parser() -> argparse.ArgumentParser:
         "--average-checkpoints; 0 = none",
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--mixed-precision", action="store_true", help="mixed_float16")
+    parser.add_argument(
+        "--precision",
+        choices=recipes.PRECISIONS,
+        default=None,
+        help="the Keras dtype policy of training (recipe: auto = mixed_bfloat16 for the real "
+        "recipe's Transformer where the CPU computes bfloat16 natively, float32 otherwise); "
+        "model.keras and the SavedModel compute in float32 whatever trained them",
+    )
+    parser.add_argument(
+        "--mixed-precision",
+        dest="precision",
+        action="store_const",
+        const="mixed_float16",
+        help="the same as --precision mixed_float16",
+    )
     parser.add_argument("--jit-compile", action="store_true", help="XLA for the train step")
     parser.add_argument(
         "--strategy",

@@ -4,7 +4,8 @@
 (``examples.nmt.training.distribution``: the global batch split across
 devices and processes), starts the output bias from the
 target unigram frequencies (``--output-bias unigram``), keeps a moving
-average of the weights if ``--ema`` (validated and saved in their place), trains with
+average of the weights if ``--ema`` (validated and saved in their place), computes in the
+``--precision`` dtype policy (the model it returns and saves is float32), trains with
 ``RunCheckpoint`` (``examples.nmt.training.checkpointing``: a killed run resumes
 after its last finished epoch, on the same batches; the last
 ``--keep-checkpoints`` epochs' weights stay in ``checkpoints/``) and saves the best
@@ -156,6 +157,19 @@ def compiled_model(
     return model
 
 
+def float32_copy(model: keras.Model, args: argparse.Namespace, vocabularies: Any) -> keras.Model:
+    """``model``'s weights in the same model built in float32: what a run saves and evaluates.
+
+    Mixed precision keeps float32 variables and computes in a lower dtype;
+    the copy computes in float32, so ``model.keras``, its SavedModel and the
+    run's own evaluation do not depend on the precision that trained them
+    (bfloat16 decoding is slow on hardware without it, and less exact).
+    """
+    copy = make_model(args, vocabularies)
+    copy.set_weights(model.get_weights())
+    return copy
+
+
 def backup_from_the_chief(distributed: distribution.Distribution, backup: str) -> None:
     """With several processes, the chief's backup of a killed run, copied to the others.
 
@@ -229,8 +243,9 @@ def fit(
         seed=args.seed,  # PyTorch's dropout masks, per epoch
     )
 
-    if args.mixed_precision:
-        keras.mixed_precision.set_global_policy("mixed_float16")
+    mixed = args.precision != "float32"
+    if mixed:
+        keras.mixed_precision.set_global_policy(args.precision)
     distributed = distributed or distribution.Distribution()
     fed = {"train": stream, "validation": validation}
     if backend.compiles_per_shape():  # full batches, split evenly over the replicas
@@ -269,10 +284,13 @@ def fit(
             shuffle=False,
         )
     finally:
-        if args.mixed_precision:
+        if mixed:
             keras.mixed_precision.set_global_policy("float32")
     state = checkpoint.state
     checkpoint.restore_best(model)
+    if mixed:
+        with distributed.scope():
+            model = float32_copy(model, args, vocabularies)
     summary = {
         "best_epoch": state["best_epoch"] + 1,
         "best_val_loss": state["best_value"],

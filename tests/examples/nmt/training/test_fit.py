@@ -1,4 +1,5 @@
-"""Training options end to end on tiny runs: XLA, resumption after a kill, two replicas.
+"""Training options end to end on tiny runs: XLA, resumption after a kill, two replicas,
+bfloat16.
 
 ``--jit-compile`` trains the input-feeding decoder; a killed run resumes
 without losing a finished epoch; ``--ema`` saves the weights' moving average;
@@ -126,3 +127,36 @@ def test_mirrored_strategy_on_two_logical_cpus(date_data_dir, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "on 2 replicas" in done.stdout
     assert (tmp_path / "run" / "model.keras").exists()
+
+
+def test_bfloat16_trains_in_bfloat16_and_saves_in_float32(date_data_dir, tmp_path, monkeypatch):
+    """--precision mixed_bfloat16: the train step computes in bfloat16 (float32
+    variables); the model the run evaluates and exports, and model.keras,
+    compute in float32 and hold the trained weights; the global policy is
+    float32 again afterwards."""
+    out = tmp_path / "run"
+    argv = tiny.tiny_args(out, "--precision", "mixed_bfloat16", data_dir=date_data_dir)
+    seen = {}
+
+    class Record(keras.callbacks.Callback):
+        def on_train_begin(self, logs=None):
+            seen["compute"] = {layer.compute_dtype for layer in self.model._flatten_layers()}
+            seen["variables"] = {variable.dtype for variable in self.model.trainable_variables}
+
+        def on_train_end(self, logs=None):
+            seen["weights"] = [variable.numpy() for variable in self.model.weights]
+
+    def finish(args, model, *_):  # what evaluation and export get
+        seen["finished"] = model
+        return {}
+
+    monkeypatch.setattr(pipeline, "finish", finish)
+    pipeline.train(train.parse_args(argv), extra_callbacks=[Record()])
+    assert "bfloat16" in seen["compute"] and seen["variables"] == {"float32"}
+    assert keras.mixed_precision.global_policy().name == "float32"
+    saved, _ = runs.load_run(str(out))
+    for model in (seen["finished"], saved):
+        assert {layer.compute_dtype for layer in model._flatten_layers()} == {"float32"}
+        assert len(model.weights) == len(seen["weights"])  # one epoch: the best is the last
+        for variable, trained in zip(model.weights, seen["weights"]):
+            np.testing.assert_array_equal(variable.numpy(), trained)
