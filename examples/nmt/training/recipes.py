@@ -14,7 +14,8 @@ the values used.
   label smoothing, and a Transformer (2+2 blocks, ``d_model`` 192): on
   Tatoeba French->English it beats the recipe's RNN (Luong decoder and
   attention, 256 units) in the same 27 minutes of training on 2 CPU cores
-  (``docs/transformers.md``).
+  (``docs/transformers.md``). It trains in ``mixed_bfloat16`` where the CPU
+  computes bfloat16 (``--precision auto``, ``resolve_precision``).
 * ``g2p``: grapheme-to-phoneme conversion: lower-cased letters in
   (``letters``), phoneme symbols out (``symbols``), an RNN of 512 units with
   Bahdanau attention (128 hidden units) and a Luong decoder, AdamW (weight
