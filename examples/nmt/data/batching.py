@@ -149,10 +149,7 @@ def make_batches(
     if training:
         return _passes(encoded, batch_size, max_length, seed, passes, bucket_step)
     if bucketed:
-        boundaries = _bucket_boundaries(max_length, bucket_step)
-        batches = encoded.bucket_by_sequence_length(
-            _example_length, boundaries, [batch_size] * (len(boundaries) + 1)
-        )
+        batches = _by_length(encoded, batch_size, _bucket_boundaries(max_length, bucket_step))
     else:
         batches = encoded.padded_batch(batch_size)
     return batches.map(_model_inputs).prefetch(tf.data.AUTOTUNE)
@@ -205,6 +202,15 @@ def _encoded(
     return encoded
 
 
+def _by_length(
+    examples: tf.data.Dataset, batch_size: int, boundaries: list[int]
+) -> tf.data.Dataset:
+    """Batches of one length bucket each, a batch leaving when its bucket is full."""
+    return examples.bucket_by_sequence_length(
+        _example_length, boundaries, [batch_size] * (len(boundaries) + 1)
+    )
+
+
 def _passes(
     encoded: tf.data.Dataset,
     batch_size: int,
@@ -224,9 +230,7 @@ def _passes(
         )
 
     def one_pass(index: int) -> tf.data.Dataset:
-        bucketed = shuffle(encoded, _SHUFFLE_BUFFER, index).bucket_by_sequence_length(
-            _example_length, boundaries, [batch_size] * (len(boundaries) + 1)
-        )
+        bucketed = _by_length(shuffle(encoded, _SHUFFLE_BUFFER, index), batch_size, boundaries)
         # Each bucket's last, partial batch leaves at the end of the pass, one
         # length after another (with fine buckets, dozens of steps just before
         # validation); shuffling the batches spreads them over the pass.
