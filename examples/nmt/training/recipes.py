@@ -42,7 +42,7 @@ PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 # The backends whose train step "auto" has measured faster in mixed_bfloat16 on
 # a CPU with bfloat16 arithmetic (the real recipe's Transformer, fra-eng,
 # 2026-12-05, 2 cores with AMX: 0.85x the float32 step on TensorFlow, 0.86x on
-# PyTorch).
+# PyTorch; 0.93x on JAX, beside other work: left in float32).
 BFLOAT16_BACKENDS = ("tensorflow", "torch")
 
 
