@@ -173,14 +173,12 @@ def make_batches(
 ) -> Batches:
     """``batching.make_batches`` of a host split (pairs); see the module doc."""
     examples = encode_pairs(pairs, vocabularies, max_length)
-    if not training and bucketed:
-        order = np.arange(len(examples))
-        return Batches(
-            _bucketed(examples, order, batch_size, bucket_boundaries(max_length, bucket_step))
-        )
-    if not training:
-        return Batches([examples[i : i + batch_size] for i in range(0, len(examples), batch_size)])
-    return Batches(_flat(_passes(examples, batch_size, max_length, seed, passes, bucket_step)))
+    if training:
+        return Batches(_flat(_passes(examples, batch_size, max_length, seed, passes, bucket_step)))
+    if bucketed:  # in order, each example to its bucket
+        boundaries = bucket_boundaries(max_length, bucket_step)
+        return Batches(_bucketed(examples, np.arange(len(examples)), batch_size, boundaries))
+    return Batches([examples[i : i + batch_size] for i in range(0, len(examples), batch_size)])
 
 
 def training_batches(
