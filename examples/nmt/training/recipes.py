@@ -39,11 +39,14 @@ from examples.nmt.models.attentions import SIZED_ATTENTIONS
 
 # --precision: a Keras dtype policy, or "auto" (resolve_precision).
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
-# The backends whose train step "auto" has measured faster in mixed_bfloat16 on
-# a CPU with bfloat16 arithmetic (the real recipe's Transformer, fra-eng,
-# 2026-12-05, 2 cores with AMX: 0.85x the float32 step on TensorFlow, 0.86x on
-# PyTorch; 0.93x on JAX, beside other work: left in float32).
-BFLOAT16_BACKENDS = ("tensorflow", "torch")
+# The backends, for each architecture, whose train step "auto" has measured
+# faster in mixed_bfloat16 on a CPU with bfloat16 arithmetic (2 cores with
+# AMX). The real recipe's Transformer (fra-eng, 2026-12-05): 0.85x the float32
+# step on TensorFlow, 0.86x on PyTorch; 0.93x on JAX, beside other work: left in
+# float32. The g2p recipe's RNN (2026-12-06, its buckets of 1.1): 0.81x on
+# TensorFlow (0.85x with buckets of 2); 1.23x on PyTorch, whose GRU steps
+# through the sequence op by op, so there it is slower: left in float32.
+BFLOAT16_BACKENDS = {"transformer": ("tensorflow", "torch"), "rnn": ("tensorflow",)}
 
 
 # Defaults keyed by task; the keys are train.py flags (argparse dest names).
@@ -232,18 +235,18 @@ def apply_recipe(args: argparse.Namespace) -> None:
     # --attention without one (luong, say) takes none from the recipe.
     if "attention_units" in unset and args.attention not in SIZED_ATTENTIONS:
         args.attention_units = None
-    args.precision = resolve_precision(args.precision)
+    args.precision = resolve_precision(args.precision, args.architecture)
 
 
-def resolve_precision(precision: str) -> str:
+def resolve_precision(precision: str, architecture: str) -> str:
     """``--precision``'s dtype policy: ``"auto"`` is ``mixed_bfloat16`` where it was measured
-    faster (a CPU with bfloat16 arithmetic, no GPU, a backend of ``BFLOAT16_BACKENDS``),
-    ``float32`` anywhere else; any other value is itself.
+    faster (a CPU with bfloat16 arithmetic, no GPU, a backend of ``BFLOAT16_BACKENDS``
+    for ``architecture``), ``float32`` anywhere else; any other value is itself.
     """
     if precision != "auto":
         return precision
     if (
-        backend.name() in BFLOAT16_BACKENDS
+        backend.name() in BFLOAT16_BACKENDS[architecture]
         and not backend.accelerators()
         and backend.native_bfloat16_cpu()
     ):

@@ -1,7 +1,8 @@
 """``--precision``: the dtype policy a run trains in, and the recipe's ``auto``.
 
 ``auto`` is ``mixed_bfloat16`` only where it was measured faster (a CPU that
-computes bfloat16, no GPU, TensorFlow or PyTorch) and float32 elsewhere;
+computes bfloat16, no GPU, TensorFlow, or PyTorch for the Transformer) and
+float32 elsewhere;
 ``--mixed-precision`` stays ``mixed_float16``; a run from before the flag
 (``"mixed_precision": true`` in its config.json) reads as the policy it
 trained in. Training in bfloat16 and saving in float32 is in
@@ -44,20 +45,27 @@ def _machine(monkeypatch, name="tensorflow", gpus=(), bfloat16=True):
 
 
 @pytest.mark.parametrize(
-    "machine, policy",
+    "machine, architecture, policy",
     [
-        ({}, "mixed_bfloat16"),
-        ({"name": "torch"}, "mixed_bfloat16"),
-        ({"name": "jax"}, "float32"),  # not measured faster on JAX's CPU
-        ({"bfloat16": False}, "float32"),  # emulated: slower than float32
-        ({"gpus": ["NVIDIA H100"]}, "float32"),  # the CPU's flags say nothing of a GPU
+        ({}, "transformer", "mixed_bfloat16"),
+        ({}, "rnn", "mixed_bfloat16"),
+        ({"name": "torch"}, "transformer", "mixed_bfloat16"),
+        ({"name": "torch"}, "rnn", "float32"),  # PyTorch's GRU: slower in bfloat16
+        ({"name": "jax"}, "transformer", "float32"),  # not measured faster on JAX's CPU
+        ({"name": "jax"}, "rnn", "float32"),
+        ({"bfloat16": False}, "transformer", "float32"),  # emulated: slower than float32
+        ({"bfloat16": False}, "rnn", "float32"),
+        ({"gpus": ["NVIDIA H100"]}, "transformer", "float32"),  # CPU flags: not a GPU
+        ({"gpus": ["NVIDIA H100"]}, "rnn", "float32"),
     ],
 )
-def test_auto_is_bfloat16_only_where_it_was_measured_faster(monkeypatch, machine, policy):
+def test_auto_is_bfloat16_only_where_it_was_measured_faster(
+    monkeypatch, machine, architecture, policy
+):
     _machine(monkeypatch, **machine)
-    assert recipes.resolve_precision("auto") == policy
+    assert recipes.resolve_precision("auto", architecture) == policy
     for given in ("float32", "mixed_float16", "mixed_bfloat16"):
-        assert recipes.resolve_precision(given) == given
+        assert recipes.resolve_precision(given, architecture) == given
 
 
 @pytest.mark.parametrize(
@@ -79,6 +87,15 @@ def test_the_recipe_picks_the_precision(monkeypatch, extra, policy, bfloat16_cpu
     """Only the real recipe's Transformer trains in bfloat16 (where auto allows it)."""
     _machine(monkeypatch, bfloat16=bfloat16_cpu)
     assert train.parse_args(list(extra)).precision == policy
+
+
+@pytest.mark.parametrize(
+    "architecture, policy", [("transformer", "mixed_bfloat16"), ("rnn", "float32")]
+)
+def test_auto_follows_the_architecture_on_pytorch(monkeypatch, architecture, policy):
+    _machine(monkeypatch, name="torch")
+    argv = ["--dataset", "tsv:pairs.tsv", "--architecture", architecture, "--precision", "auto"]
+    assert train.parse_args(argv).precision == policy
 
 
 @pytest.mark.parametrize("bad", ["bfloat16", "float16", "mixed"])
