@@ -50,6 +50,22 @@ def integer_at_least(minimum: int) -> Callable[[str], int]:
     return _checked(int, "an integer", lambda value: value >= minimum, f"an integer >= {minimum}")
 
 
+def integer_at_least_or_off(minimum: int) -> Callable[[str], int | None]:
+    """An argparse ``type``: ``off`` (None), or an integer ``>= minimum``, else a usage error."""
+    integer = _checked(
+        int,
+        "an integer or 'off'",
+        lambda value: value >= minimum,
+        f"an integer >= {minimum} or 'off'",
+    )
+
+    def parse(text: str) -> int | None:
+        return None if text.strip().lower() == "off" else integer(text)
+
+    parse.__name__ = integer.__name__
+    return parse
+
+
 def number_above(minimum: float) -> Callable[[str], float]:
     """An argparse ``type``: a finite number ``> minimum`` (not NaN), else a usage error."""
     return _checked(

@@ -176,7 +176,13 @@ def make_parser() -> argparse.ArgumentParser:
         default="unigram",
         help="initial logits bias: log target-token frequencies, or zeros",
     )
-    parser.add_argument("--patience", type=at_least(0), default=2, help="early stopping, in epochs")
+    parser.add_argument(
+        "--patience",
+        type=cli.integer_at_least_or_off(0),
+        default=2,
+        help="early stopping: the epochs without a lower val_loss it waits (0 = stop at the "
+        "first); off = train every --epochs (the best epoch's weights are kept either way)",
+    )
     parser.add_argument(
         "--keep-checkpoints",
         type=at_least(0),

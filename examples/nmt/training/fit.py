@@ -196,6 +196,17 @@ def backup_from_the_chief(distributed: distribution.Distribution, backup: str) -
         runs.write_json(state, os.path.join(backup, STATE))
 
 
+def early_stopping_callback(args: argparse.Namespace) -> keras.callbacks.EarlyStopping:
+    """Stops on ``val_loss`` after ``--patience`` epochs without a lower one; ``off``: never.
+
+    ``--patience 0`` is Keras' own meaning, stop at the first epoch that is not better; ``off``
+    (None) waits longer than the run, so a schedule (cosine decay to 0) reaches its end. Either
+    way the best epoch's weights are the run's result (``RunCheckpoint.restore_best``).
+    """
+    patience = args.epochs + 1 if args.patience is None else args.patience
+    return keras.callbacks.EarlyStopping(patience=patience, verbose=1)
+
+
 def fit(
     args: argparse.Namespace,
     splits: dict[str, Any],
@@ -230,7 +241,7 @@ def fit(
     validation_steps = functions.count_batches(validation)  # no "ran out of data" warning
     backup = os.path.join(out, "backup")
     os.makedirs(backup, exist_ok=True)
-    early_stopping = keras.callbacks.EarlyStopping(patience=args.patience, verbose=1)
+    early_stopping = early_stopping_callback(args)
     # With --ema: the averages in the model's variables for validation and the best epoch's file.
     averages = keras.callbacks.SwapEMAWeights() if args.ema else None
     checkpoint = RunCheckpoint(

@@ -374,3 +374,33 @@ def test_fit_buckets_the_training_batches_by_the_flag(monkeypatch, tmp_path):
         with pytest.raises(Stop):
             fit.fit(args, {"train": [], "validation": []}, tiny.tiny_vocabularies())
     assert seen == [step for _, step in cases]
+
+
+@pytest.mark.parametrize(
+    "flag, stops_after",
+    [("0", 3), ("2", 4), ("off", None)],  # epochs counted from 1; None: all six run
+)
+def test_patience_off_trains_every_epoch_and_zero_stops_at_the_first_worse_one(flag, stops_after):
+    """--patience N is Keras' count of worse epochs; off never stops the run early."""
+    from examples.nmt.training import fit
+
+    args = train.parse_args(["--epochs", "6", "--patience", flag])
+    callback = fit.early_stopping_callback(args)
+    model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    callback.set_model(model)
+    model.stop_training = False
+    callback.on_train_begin()
+    stopped = None
+    for epoch, loss in enumerate([1.0, 0.9, 0.95, 0.97, 0.99, 1.01]):  # best: epoch 2
+        callback.on_epoch_end(epoch, {"val_loss": loss})
+        if model.stop_training:
+            stopped = epoch + 1
+            break
+    assert stopped == stops_after
+
+
+@pytest.mark.parametrize("text", ["-1", "never", "1.5"])
+def test_patience_takes_a_count_or_off(text, capsys):
+    with pytest.raises(SystemExit):
+        train.parse_args(["--patience", text])
+    assert "--patience" in capsys.readouterr().err
