@@ -44,6 +44,11 @@ EXAMPLES_ON_EVERY_BACKEND = (
     "examples/nmt/models/",
     "examples/nmt/test_transformer_step_benchmark.py",
     "examples/nmt/host/test_runs.py",
+    # The other examples and what they share run on NumPy and PyDataset alone: every test of
+    # theirs runs on every backend unless it is marked backend_independent.
+    "examples/common/",
+    "examples/captioning/",
+    "examples/speech/",
 )
 # Tests inside those modules that do pass backend tensors: they run everywhere.
 BACKEND_DEPENDENT = (

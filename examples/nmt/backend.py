@@ -22,13 +22,11 @@ feeds a ``tf.data.Dataset`` to ``fit`` on each). What is left per backend:
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
-from typing import Any
-
-import keras
-import numpy as np
-
+from examples.common.backend import accelerators  # noqa: F401  (backend.accelerators)
+from examples.common.backend import compile_search  # noqa: F401  (backend.compile_search)
+from examples.common.backend import devices  # noqa: F401  (backend.devices)
+from examples.common.backend import name
+from examples.common.backend import peak_memory_mb  # noqa: F401  (backend.peak_memory_mb)
 from examples.nmt import host
 
 BACKENDS = ("tensorflow", "jax", "torch")
@@ -38,11 +36,6 @@ BACKENDS = ("tensorflow", "jax", "torch")
 # compiles; exact lengths, 11% fewer tokens on CMUdict for 4x the compiles
 # (docs/backends.md, "Why a multiple of 8").
 LENGTH_BUCKET = 8
-
-
-def name() -> str:
-    """The Keras backend of this process: ``"tensorflow"``, ``"jax"`` or ``"torch"``."""
-    return keras.backend.backend()
 
 
 def keep_tensorflow_on_the_host() -> None:
@@ -66,11 +59,6 @@ def compiles_per_shape() -> bool:
     return name() == "jax"
 
 
-def _cpu_cores() -> int:
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
-
-
 # /proc/cpuinfo flags of a CPU that computes bfloat16 itself (Intel AMX or
 # AVX512_BF16, AMD Zen 4 and later; Arm's bf16 extension).
 _BFLOAT16_CPU_FLAGS = frozenset({"amx_bf16", "avx512_bf16", "bf16"})
@@ -92,111 +80,3 @@ def native_bfloat16_cpu(cpuinfo: str = "/proc/cpuinfo") -> bool:
         if key.strip() in ("flags", "Features") and _BFLOAT16_CPU_FLAGS & set(value.split()):
             return True
     return False
-
-
-def accelerators() -> list[str]:
-    """The names of this process's GPUs (or TPUs) on the current backend; empty on a CPU."""
-    backend = name()
-    if backend == "jax":
-        import jax  # noqa: PLC0415  (the JAX backend's own package)
-
-        return [
-            getattr(device, "device_kind", str(device))
-            for device in jax.local_devices()
-            if device.platform != "cpu"
-        ]
-    if backend == "torch":
-        import torch  # noqa: PLC0415
-
-        if not torch.cuda.is_available():
-            return []
-        return [torch.cuda.get_device_name(index) for index in range(torch.cuda.device_count())]
-    import tensorflow as tf  # noqa: PLC0415
-
-    return [
-        tf.config.experimental.get_device_details(gpu).get("device_name", gpu.name)
-        for gpu in tf.config.list_physical_devices("GPU")
-    ]
-
-
-def devices() -> str:
-    """``"TensorFlow, CPU (2 logical cores)"``, ``"JAX, 1 GPU (NVIDIA H200)"``, ...
-
-    On JAX, CPU devices beyond one (``--xla_force_host_platform_device_count``)
-    are counted too: data parallelism shards over them.
-    """
-    label = {"tensorflow": "TensorFlow", "jax": "JAX", "torch": "PyTorch"}[name()]
-    found = accelerators()
-    if found:
-        kinds = ", ".join(sorted(set(found)))
-        return f"{label}, {len(found)} GPU{'s' if len(found) > 1 else ''} ({kinds})"
-    text = f"{label}, CPU ({_cpu_cores()} logical cores)"
-    if name() == "jax":
-        import jax  # noqa: PLC0415
-
-        count = len(jax.local_devices())
-        if count > 1:
-            text += f", {count} JAX CPU devices"
-    return text
-
-
-def peak_memory_mb() -> float | None:
-    """The most GPU memory this process has held, in MiB; None on a CPU (or if unknown)."""
-    if not accelerators():
-        return None
-    if name() == "jax":
-        import jax  # noqa: PLC0415
-
-        stats = jax.local_devices()[0].memory_stats() or {}
-        peak = stats.get("peak_bytes_in_use")
-    elif name() == "torch":
-        import torch  # noqa: PLC0415
-
-        peak = torch.cuda.max_memory_allocated()
-    else:
-        import tensorflow as tf  # noqa: PLC0415
-
-        peak = tf.config.experimental.get_memory_info("GPU:0").get("peak")
-    return None if peak is None else round(peak / 2**20, 1)
-
-
-def compile_search(model: Any, fn: Callable[[Any], Any]) -> Callable[[np.ndarray], Any]:
-    """``fn(source_ids) -> pytree of tensors`` as a function of NumPy ids -> NumPy arrays.
-
-    On JAX, ``jax.jit`` of a pure function of the model's variable values
-    (``keras.StatelessScope``, as Keras's own ``predict`` does), so the
-    weights are arguments, not constants folded into the program; compiled
-    once per source shape. On PyTorch, eager under ``torch.no_grad()``. On
-    TensorFlow, eager (the translator traces its own ``tf.function``).
-    """
-    backend = name()
-    to_numpy = keras.tree.map_structure  # keeps NamedTuples (SearchResult)
-    if backend == "jax":
-        import jax  # noqa: PLC0415
-
-        variables = list(model.variables)
-
-        @jax.jit
-        def pure(values: list, source_ids: Any) -> Any:
-            with keras.StatelessScope(state_mapping=list(zip(variables, values))):
-                return fn(source_ids)
-
-        def run(source_ids: np.ndarray) -> Any:
-            result = pure([variable.value for variable in variables], source_ids)
-            return to_numpy(np.asarray, result)
-
-        return run
-    if backend == "torch":
-        import torch  # noqa: PLC0415
-
-        def run_torch(source_ids: np.ndarray) -> Any:
-            with torch.no_grad():
-                result = fn(keras.ops.convert_to_tensor(source_ids, "int32"))
-            return to_numpy(keras.ops.convert_to_numpy, result)
-
-        return run_torch
-
-    def run_eagerly(source_ids: np.ndarray) -> Any:
-        return to_numpy(keras.ops.convert_to_numpy, fn(keras.ops.convert_to_tensor(source_ids)))
-
-    return run_eagerly

@@ -10,11 +10,8 @@ from collections.abc import Callable
 from typing import Any
 from typing import NoReturn
 
+from examples.common.runs import RunError  # noqa: F401  (cli.RunError)
 from examples.nmt import host
-
-
-class RunError(Exception):
-    """A problem with a run's inputs or folder that the scripts report on one line (exit 2)."""
 
 
 def fail(prog: str, message: str) -> NoReturn:

@@ -48,12 +48,11 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 import argparse
-import subprocess
-import sys
 from collections.abc import Sequence
 
 import tensorflow as tf
 
+from examples.common import export as common_export
 from examples.nmt import translator as translation
 from examples.nmt.models.decoding import Decoder
 from examples.nmt.text.vocabularies import Vocabularies
@@ -231,15 +230,11 @@ def export_in_tensorflow(directory: str, path: str | None = None) -> str:
     Raises:
         RuntimeError: the export failed; its last lines of output.
     """
-    command = [sys.executable, "-m", "examples.nmt.export", "--model", directory]
-    if path is not None:
-        command += ["--output", path]
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    python_path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
-    environment = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONPATH": python_path}
-    done = subprocess.run(command, env=environment, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError((done.stderr or done.stdout).strip().splitlines()[-1])
+    arguments = ["--model", directory, *(["--output", path] if path is not None else [])]
+    try:
+        common_export.export_in_tensorflow("examples.nmt.export", arguments)
+    except RuntimeError as error:
+        raise RuntimeError(str(error).removeprefix("examples.nmt.export failed: ")) from None
     return path or os.path.join(directory, SAVED_MODEL)
 
 

@@ -16,19 +16,28 @@ third of an epoch's backup with Adam), the last
 from __future__ import annotations
 
 import argparse
-import csv
-import glob
-import io
-import json
 import os
-import shutil
 from collections.abc import Sequence
 from typing import Any
 
 import keras
 import numpy as np
 
-from examples.nmt import backend
+from examples.common.runs import CHECKPOINTS
+from examples.common.runs import CONFIG
+from examples.common.runs import HISTORY
+from examples.common.runs import METRICS
+from examples.common.runs import MODEL
+from examples.common.runs import TRAINING
+from examples.common.runs import checkpoint_path
+from examples.common.runs import kept_epochs
+from examples.common.runs import prepare_run_dir
+from examples.common.runs import read_json
+from examples.common.runs import read_weights
+from examples.common.runs import save_model  # noqa: F401  (runs.save_model)
+from examples.common.runs import save_weights  # noqa: F401  (runs.save_weights)
+from examples.common.runs import write_history  # noqa: F401  (runs.write_history)
+from examples.common.runs import write_json
 from examples.nmt import host
 from examples.nmt.cli import RunError
 from examples.nmt.models import rnn as _rnn  # noqa: F401  (registers Seq2Seq for loading)
@@ -36,12 +45,6 @@ from examples.nmt.models import transformer as _transformer  # noqa: F401  (regi
 from examples.nmt.models.decoding import Decoder
 from examples.nmt.models.ensemble import Ensemble
 
-CONFIG = "config.json"
-MODEL = "model.keras"
-METRICS = "metrics.json"
-HISTORY = "history.csv"
-TRAINING = "training.json"
-CHECKPOINTS = "checkpoints"  # the last epochs' model weights, epoch_N.weights.npz
 # What a run writes into its folder; --overwrite deletes these and nothing else.
 OUTPUTS = (
     CONFIG,
@@ -84,9 +87,6 @@ ADDED_FLAGS = {
     "length_bucket_step": 2.0,
     "precision": "float32",
 }
-# The Keras backend a run trains on, recorded in its config.json (runs before
-# it was recorded trained on TensorFlow).
-BACKEND_KEY = "keras_backend"
 # Flags that may change between a run and its resumption.
 RESUME_IRRELEVANT = frozenset(
     {
@@ -162,32 +162,6 @@ def load_runs(
     return Ensemble([model for model, _ in loaded]), first
 
 
-def save_weights(model: keras.Model, path: str) -> None:
-    """``model.get_weights()`` (no optimizer state) as an ``.npz`` file, through a rename."""
-    temporary = f"{path}.tmp"
-    with open(temporary, "wb") as file:
-        np.savez(file, *model.get_weights())
-    os.replace(temporary, path)
-
-
-def read_weights(path: str) -> list[np.ndarray]:
-    """The arrays ``save_weights`` wrote, in ``model.get_weights()`` order."""
-    with np.load(path) as arrays:
-        return [arrays[f"arr_{index}"] for index in range(len(arrays.files))]
-
-
-def checkpoint_path(directory: str, epoch: int) -> str:
-    """``directory/checkpoints/epoch_N.weights.npz``: the weights after ``epoch`` epochs."""
-    return os.path.join(directory, CHECKPOINTS, f"epoch_{epoch}.weights.npz")
-
-
-def kept_epochs(directory: str) -> list[int]:
-    """The epochs whose weights ``directory/checkpoints`` keeps, in increasing order."""
-    names = glob.glob(os.path.join(glob.escape(directory), CHECKPOINTS, "epoch_*.weights.npz"))
-    epochs = [os.path.basename(name).split("_")[1].split(".")[0] for name in names]
-    return sorted(int(epoch) for epoch in epochs if epoch.isdigit())
-
-
 def averaged_weights(directory: str, count: int) -> list[np.ndarray]:
     """The element-wise mean of the weights of the run's last ``count`` trained epochs.
 
@@ -223,14 +197,6 @@ def averaged_weights(directory: str, count: int) -> list[np.ndarray]:
     return averaged
 
 
-def read_json(path: str) -> Any:
-    """The JSON value in ``path``, or None if there is no such file."""
-    if not os.path.isfile(path):
-        return None
-    with open(path, encoding="utf-8") as file:
-        return json.load(file)
-
-
 def load_config(directory: str) -> dict[str, Any] | None:
     """The arguments a run was started with (``config.json``), or None.
 
@@ -243,87 +209,23 @@ def load_config(directory: str) -> dict[str, Any] | None:
     return config
 
 
-def _replace(path: str, text: str) -> None:
-    """Writes ``text`` to ``path`` through a temporary file and a rename."""
-    temporary = f"{path}.tmp"
-    with open(temporary, "w", encoding="utf-8", newline="\n") as file:
-        file.write(text)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
-
-
-def write_json(value: Any, path: str) -> None:
-    _replace(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
-
-
 def save_metrics(metrics: dict[str, Any], path: str) -> None:
     write_json(metrics, path)
-
-
-def write_history(rows: Sequence[dict[str, Any]], path: str) -> None:
-    """``history.csv``: one row per finished epoch, ``epoch`` first (as ``CSVLogger``)."""
-    keys = sorted({key for row in rows for key in row if key != "epoch"})
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, ["epoch", *keys], lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    _replace(path, buffer.getvalue())
-
-
-def save_model(model: keras.Model, path: str) -> None:
-    """``model.save`` through a temporary file and a rename."""
-    temporary = path.removesuffix(".keras") + ".tmp.keras"
-    model.save(temporary)
-    os.replace(temporary, path)
 
 
 def prepare_output_dir(args: argparse.Namespace, outputs: Sequence[str] = OUTPUTS) -> bool:
     """Refuses a used ``--output-dir`` unless resuming or ``--overwrite``; True on a resume.
 
     ``--overwrite`` deletes the names (glob patterns) in ``outputs``, nothing else.
-    Writes ``config.json``.
+    Writes ``config.json`` (``examples.common.runs.prepare_run_dir``).
     """
-    out = args.output_dir
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise RunError(f"--output-dir {out} is a file, not a folder")
-    used = os.path.isdir(out) and bool(os.listdir(out))
-    if used and args.overwrite:
-        for pattern in outputs:
-            for path in glob.glob(os.path.join(glob.escape(out), pattern)):
-                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
-    elif used:
-        saved = load_config(out)
-        if saved is not None:
-            saved = {**ADDED_FLAGS, **saved}
-        if saved is None:
-            raise RunError(
-                f"--output-dir {out} is not empty and holds no run of this script (no "
-                f"{CONFIG}); choose another folder, or pass --overwrite to write into it"
-            )
-        trained_on = saved.pop(BACKEND_KEY, "tensorflow")
-        done = os.path.isfile(os.path.join(out, TRAINING))
-        if trained_on != backend.name() and not done:
-            raise RunError(
-                f"--output-dir {out} holds a run training on KERAS_BACKEND={trained_on}; "
-                f"this process runs KERAS_BACKEND={backend.name()}: resume it with "
-                f"KERAS_BACKEND={trained_on} (a finished run evaluates on any backend), "
-                "choose another folder, or pass --overwrite to replace it"
-            )
-        current = vars(args)
-        differing = [
-            f"--{key.replace('_', '-')} {saved.get(key)!r} there, {current.get(key)!r} here"
-            for key in sorted((set(saved) | set(current)) - RESUME_IRRELEVANT)
-            if saved.get(key) != current.get(key)
-        ]
-        if differing:
-            raise RunError(
-                f"--output-dir {out} holds a run with other settings ({'; '.join(differing)}); "
-                "rerun with its settings to resume it, choose another folder, or pass "
-                "--overwrite to replace it"
-            )
-    os.makedirs(out, exist_ok=True)
-    saved = load_config(out) if used and not args.overwrite else None
-    trained_on = (saved or {}).get(BACKEND_KEY, "tensorflow" if saved else backend.name())
-    write_json({**vars(args), BACKEND_KEY: trained_on}, os.path.join(out, CONFIG))
-    return used and not args.overwrite
+    return prepare_run_dir(
+        args.output_dir,
+        vars(args),
+        overwrite=args.overwrite,
+        outputs=outputs,
+        resume_irrelevant=RESUME_IRRELEVANT,
+        defaults=ADDED_FLAGS,
+        spell=lambda key: f"--{key.replace('_', '-')}",
+        read=load_config,
+    )

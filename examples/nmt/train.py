@@ -16,7 +16,7 @@ Tatoeba French->English. Everything goes to
   ``training_curves.png`` and ``training.json`` (best epoch and its
   ``val_loss``, written when training is done);
 * ``attention_K.png`` / ``attention_K.html``: heat-maps of test sentences;
-* ``backup/`` (resumes a killed run, see ``examples.nmt.training.checkpointing``;
+* ``backup/`` (resumes a killed run, see ``examples.common.checkpointing``;
   deleted when training is done), ``logs/`` (TensorBoard);
 * ``checkpoints/epoch_N.weights.npz``: the model weights of the last
   ``--keep-checkpoints`` epochs (5), which ``--average-checkpoints`` of

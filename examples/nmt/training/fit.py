@@ -6,7 +6,7 @@ devices and processes), starts the output bias from the
 target unigram frequencies (``--output-bias unigram``), keeps a moving
 average of the weights if ``--ema`` (validated and saved in their place), computes in the
 ``--precision`` dtype policy (the model it returns and saves is float32), trains with
-``RunCheckpoint`` (``examples.nmt.training.checkpointing``: a killed run resumes
+``RunCheckpoint`` (``examples.common.checkpointing``: a killed run resumes
 after its last finished epoch, on the same batches; the last
 ``--keep-checkpoints`` epochs' weights stay in ``checkpoints/``) and saves the best
 epoch's ``model.keras``.
@@ -24,6 +24,8 @@ from typing import Any
 
 import keras
 
+from examples.common.checkpointing import STATE
+from examples.common.checkpointing import RunCheckpoint
 from examples.nmt import backend
 from examples.nmt import runs
 from examples.nmt.models.losses import MaskedCrossentropy
@@ -31,8 +33,6 @@ from examples.nmt.models.metrics import MaskedAccuracy
 from examples.nmt.models.rnn import build_model
 from examples.nmt.models.transformer import build_transformer
 from examples.nmt.training import distribution
-from examples.nmt.training.checkpointing import STATE
-from examples.nmt.training.checkpointing import RunCheckpoint
 
 
 def batch_functions(splits: dict[str, Any]) -> SimpleNamespace:

@@ -48,7 +48,7 @@ from typing import Any
 import keras
 import numpy as np
 
-from examples.nmt import runs
+from examples.common import runs
 
 STATE = "state.json"
 
@@ -74,7 +74,7 @@ def reseed_torch(seed: int, epoch: int) -> None:
     ``SeedGenerator``; and ``fit`` draws from it too when it makes a data
     iterator, once per ``fit`` or once per epoch. Reseeded before each
     epoch's first step, the masks depend on the epoch alone, as the batches
-    of each pass do (``examples.nmt.host.batches``), whatever ran before.
+    of each pass do (``examples.common.batches``), whatever ran before.
     No-op on the other backends.
     """
     if keras.backend.backend() == "torch":

@@ -1,0 +1,116 @@
+"""NumPy arrays -> ``keras.utils.PyDataset`` batches, the one input pipeline on every backend.
+
+``ArrayBatches(arrays, batch_size)`` cuts a structure of NumPy arrays that
+share their first axis (a tuple ``(inputs, targets)``, a dict, or nested
+ones) into batches. With ``shuffle_seed`` it lays out ``passes`` passes one
+after another, each shuffled by NumPy's generator from its own seed
+(``seed * 1_000_003 + pass``): the order of pass ``p`` depends on ``p``
+alone, whatever was iterated before, so a resumed run that ``skip``s the
+batches of its finished epochs trains on an uninterrupted run's batches.
+Without it, one pass in order (validation, test). ``pad_rows`` gives a
+compiling backend (JAX) one batch shape: the last batch is padded with
+copies of row 0 and a ``sample_weight`` of 0 where the rows are padding.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import keras
+import numpy as np
+
+
+def _rows(arrays: Any) -> int:
+    counts = {len(array) for array in keras.tree.flatten(arrays)}
+    if len(counts) != 1:
+        raise ValueError(
+            f"Expected arrays that share their first axis. Received first axes {sorted(counts)}"
+        )
+    return counts.pop()
+
+
+def pass_order(rows: int, seed: int, index: int) -> np.ndarray:
+    """The row order of pass ``index``: a permutation from seed ``seed * 1_000_003 + index``."""
+    return np.random.default_rng(seed * 1_000_003 + index).permutation(rows)
+
+
+class ArrayBatches(keras.utils.PyDataset):
+    """Batches of ``arrays`` (see the module doc); ``len`` counts every pass's batches.
+
+    Args:
+        arrays: a structure (tuple, list, dict) of NumPy arrays with one first axis.
+        batch_size: rows a batch.
+        shuffle_seed: None for one pass in order; else each pass shuffled.
+        passes: how many passes (epochs) to lay out, with ``shuffle_seed``.
+        drop_remainder: leave out each pass's last, partial batch.
+        pad_rows: pad each pass's last batch to ``batch_size`` rows, and add a
+            sample weight (1 on real rows, 0 on padding) as the third element
+            of an ``(inputs, targets)`` pair.
+    """
+
+    def __init__(
+        self,
+        arrays: Any,
+        batch_size: int,
+        shuffle_seed: int | None = None,
+        passes: int = 1,
+        drop_remainder: bool = False,
+        pad_rows: bool = False,
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"Expected batch_size an integer >= 1. Received: {batch_size!r}")
+        self.arrays = arrays
+        self.rows = _rows(arrays)
+        self.batch_size = batch_size
+        self.shuffle_seed = shuffle_seed
+        self.passes = passes if shuffle_seed is not None else 1
+        self.drop_remainder = drop_remainder
+        self.pad_rows = pad_rows
+        full, partial = divmod(self.rows, batch_size)
+        self.per_pass = full + (1 if partial and not drop_remainder else 0)
+        if self.per_pass == 0:
+            raise ValueError(
+                f"Expected at least {batch_size} rows for one full batch. Received: {self.rows}"
+            )
+        self.offset = 0
+        self._orders: dict[int, np.ndarray] = {}
+
+    def _order(self, index: int) -> np.ndarray:
+        if self.shuffle_seed is None:
+            return np.arange(self.rows)
+        if index not in self._orders:
+            self._orders = {index: pass_order(self.rows, self.shuffle_seed, index)}
+        return self._orders[index]
+
+    def __len__(self) -> int:
+        return self.passes * self.per_pass - self.offset
+
+    def __getitem__(self, index: int) -> Any:
+        position = index + self.offset
+        if not 0 <= position < self.passes * self.per_pass:
+            raise IndexError(index)
+        which, batch = divmod(position, self.per_pass)
+        rows = self._order(which)[batch * self.batch_size : (batch + 1) * self.batch_size]
+        real = len(rows)
+        if self.pad_rows and real < self.batch_size:
+            rows = np.concatenate([rows, np.full(self.batch_size - real, rows[0])])
+        picked = keras.tree.map_structure(lambda array: array[rows], self.arrays)
+        if self.pad_rows and isinstance(picked, tuple) and len(picked) == 2:
+            weights = (np.arange(len(rows)) < real).astype("float32")
+            return (*picked, weights)
+        return picked
+
+    def skip(self, count: int) -> ArrayBatches:
+        """These batches less the first ``count`` (a resumed run's finished epochs)."""
+        skipped = ArrayBatches(
+            self.arrays,
+            self.batch_size,
+            self.shuffle_seed,
+            self.passes,
+            self.drop_remainder,
+            self.pad_rows,
+        )
+        skipped.offset = self.offset + count
+        return skipped
