@@ -20,7 +20,7 @@ tf = pytest.importorskip("tensorflow")  # tiny's vocabularies; RunCheckpoint run
 import tiny  # noqa: E402
 
 from examples.nmt import runs  # noqa: E402
-from examples.nmt.training import checkpointing  # noqa: E402
+from examples.common import checkpointing  # noqa: E402
 
 ROOT = tiny.ROOT
 
