@@ -32,6 +32,19 @@ from keras import ops
 
 from keras_attention import backends
 
+__all__ = [
+    "MIN_SCALE",
+    "PRIOR_FLOOR",
+    "beta_binomial_prior",
+    "convolve",
+    "dynamic_convolution",
+    "gmm_alignment",
+    "gmm_parameters",
+    "prior_logits",
+    "windows",
+    "windows_at",
+]
+
 # The smallest scale `σ` of a mixture component: `softplus` underflows to 0
 # for pre-activations below about -100 in float32, and `N(j; μ, 0)` is a 0/0.
 MIN_SCALE = 1e-5

@@ -20,6 +20,18 @@ from keras import ops
 
 from keras_attention import validation
 
+__all__ = [
+    "MASKED_LOGIT",
+    "attention_mask_from",
+    "band_rule",
+    "causal_mask",
+    "combine_masks",
+    "fill_masked",
+    "padding_mask",
+    "sliding_window_mask",
+    "zero_masked",
+]
+
 # Finite fill for masked logits, and the package's one large negative (the
 # searches' `decoding.NEG_INF` is this value). Normalization always runs in
 # float32 (see `keras_attention.ops`), so it never meets float16 arithmetic,

@@ -33,6 +33,14 @@ from keras import ops
 from keras_attention import backends
 from keras_attention import validation
 
+__all__ = [
+    "MODES",
+    "STEPWISE_MODES",
+    "monotonic_attention",
+    "safe_cumprod",
+    "stepwise_monotonic_attention",
+]
+
 MODES = ("parallel", "recursive", "hard")
 # Stepwise monotonic attention: "soft" (the expectation), "hard" (p in {0, 1}),
 # "auto" (soft in training, hard otherwise: the paper's recipe).

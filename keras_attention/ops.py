@@ -26,6 +26,18 @@ from keras_attention.scores import AdditiveScore
 from keras_attention.scores import DotScore
 from keras_attention.scores import add_bias
 
+__all__ = [
+    "PROBABILITY_FNS",
+    "additive_scores",
+    "attention_weights",
+    "dot_product_scores",
+    "masked_hardmax",
+    "masked_softmax",
+    "masked_sparsemax",
+    "scaled_dot_product_attention",
+    "weighted_sum",
+]
+
 PROBABILITY_FNS = ("softmax", "sparsemax", "hardmax")
 
 

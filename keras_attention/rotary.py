@@ -51,6 +51,14 @@ from keras import ops
 from keras_attention import validation
 from keras_attention.precision import math_dtype
 
+__all__ = [
+    "rotary_angles",
+    "rotary_attention_factor",
+    "rotary_embedding",
+    "rotary_inverse_frequencies",
+    "yarn_correction_range",
+]
+
 
 def yarn_correction_range(features: int, base: float, rope_scaling: dict) -> tuple[float, float]:
     """`(low, high)`: the pair indices where YaRN's ramp starts and ends.

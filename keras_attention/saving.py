@@ -18,6 +18,10 @@ from typing import Any
 
 import keras
 
+__all__ = [
+    "load_model",
+]
+
 
 def load_model(filepath, custom_objects=None, compile=True, safe_mode=True):
     """`keras.saving.load_model`, with this package's layers registered and clear errors.

@@ -37,6 +37,14 @@ from keras import ops
 from keras_attention import backends
 from keras_attention import validation
 
+__all__ = [
+    "AdditiveScore",
+    "DotScore",
+    "add_bias",
+    "soft_cap",
+    "weight_normalized",
+]
+
 
 def soft_cap(logits, cap: float | None):
     """`cap · tanh(logits / cap)`: logits bounded to `(-cap, cap)` (Gemma 2's soft-capping).
