@@ -24,8 +24,8 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:?set OUT to a folder for the results}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=3 KERAS_BACKEND=jax
-# TensorFlow, if installed, only feeds the data: examples.nmt.backend hides the GPUs from it.
-export NMT_INPUT_PIPELINE=${INPUT_PIPELINE:-auto}
+# The example's input pipeline is NumPy on every backend; TensorFlow, if installed, only
+# writes the SavedModel (in a process of its own).
 if compgen -G ".whl/*.whl" >/dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target /tmp/site .whl/*.whl || exit 1
@@ -43,7 +43,7 @@ for name in ("keras", "jax", "numpy", "sentencepiece", "sacrebleu", "matplotlib"
 import jax
 from examples.nmt import host
 print("devices", jax.devices(), "python", platform.python_version())
-print("input pipeline", "numpy (no TensorFlow)" if host.uses_host() else "tensorflow")
+print("SavedModel export", "possible" if host.tensorflow_available() else "not here (no TensorFlow)")
 EOF
 if ! python3 -c "import numpy, sentencepiece, sacrebleu, matplotlib" 2>/dev/null; then
     echo "numpy, sentencepiece, sacrebleu and matplotlib are needed (pip install '.[examples-notf]'): stopping." | tee -a "$OUT/versions.txt"

@@ -37,8 +37,8 @@ import numpy as np
 from measure import alternate  # this folder's helper
 
 from examples.nmt import train
-from examples.nmt.data.batching import make_batches
-from examples.nmt.text.vocabularies import build_vocabularies
+from examples.nmt.host.batches import make_batches
+from examples.nmt.host.vocabularies import build_vocabularies
 from examples.nmt.training import pipeline
 from examples.nmt.training.fit import compiled_model
 
@@ -70,7 +70,7 @@ def prepare(argv: list[str], batches: int):
     )
     data = [
         tuple(np.asarray(part) for part in (inputs[0], inputs[1], targets))
-        for inputs, targets, *_ in dataset.take(batches).as_numpy_iterator()
+        for inputs, targets in (dataset[index] for index in range(min(batches, len(dataset))))
     ]
     if len(data) < batches:
         raise ValueError(

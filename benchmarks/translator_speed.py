@@ -37,7 +37,7 @@ import tensorflow_text  # noqa: F401  (registers the SentencePiece and normaliza
 
 from examples.nmt import export
 from examples.nmt import runs
-from examples.nmt.data import sources
+from examples.nmt.host.splits import load_splits
 
 
 def main(argv=None) -> dict:
@@ -54,12 +54,11 @@ def main(argv=None) -> dict:
     args = parser.parse_args(argv)
 
     config = runs.load_config(args.run) or {}
-    test = sources.load_splits(args.dataset)["test"]
-    texts = [example["source"].decode() for example in test.as_numpy_iterator()]
+    texts = [source for source, _ in load_splits(args.dataset)["test"]]
     with tempfile.TemporaryDirectory() as scratch:
         path = args.saved_model or os.path.join(args.run, "saved_model")
         if args.export:
-            model, vocabularies = runs.load_run(args.run)
+            model, vocabularies = runs.load_run(args.run, tensorflow=True)
             path = export.export_translator(
                 model,
                 vocabularies,

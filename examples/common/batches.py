@@ -114,3 +114,33 @@ class ArrayBatches(keras.utils.PyDataset):
         )
         skipped.offset = self.offset + count
         return skipped
+
+
+def for_fit(batches: keras.utils.PyDataset, repeat: bool = False) -> Any:
+    """``batches`` as ``fit`` and ``evaluate`` should take them on this backend.
+
+    JAX and PyTorch take the ``PyDataset`` as it is. On TensorFlow, Keras
+    turns a ``PyDataset`` into a ``tf.data.Dataset`` whose shapes it infers
+    from the first two batches alone (Keras 3.15), so a later batch of
+    another sequence length fails there ("generator yielded an element of
+    shape (7, 7) where an element of shape (None, 11) was expected"). Here
+    TensorFlow gets the same generator over the same batches, with every
+    dimension left unknown; with ``repeat`` (validation batches, read once
+    an epoch through one iterator kept by ``fit``), over and over.
+    """
+    if keras.backend.backend() != "tensorflow":
+        return batches
+    import tensorflow as tf  # noqa: PLC0415  (the TensorFlow backend's own package)
+
+    def spec(array: Any) -> Any:
+        array = np.asarray(array)
+        return tf.TensorSpec([None] * array.ndim, tf.as_dtype(array.dtype))
+
+    signature = keras.tree.map_structure(spec, batches[0])
+
+    def generate() -> Any:
+        for index in range(len(batches)):
+            yield batches[index]
+
+    dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
+    return dataset.repeat() if repeat else dataset

@@ -21,6 +21,7 @@ import keras
 
 from examples.common import runs
 from examples.common.batches import ArrayBatches
+from examples.common.batches import for_fit
 from examples.common.checkpointing import RunCheckpoint
 
 
@@ -64,9 +65,10 @@ def fit_resumable(
         print(f"Resuming after epoch {done} (backup in {backup}).")
     steps = train.per_pass
     model.fit(
-        train.skip(done * steps),
+        for_fit(train.skip(done * steps)),
         steps_per_epoch=steps,
-        validation_data=validation,
+        validation_data=for_fit(validation, repeat=True),
+        validation_steps=len(validation),
         initial_epoch=done,
         epochs=done if checkpoint.state["stopped"] else epochs,
         callbacks=[stopping, checkpoint, *callbacks],

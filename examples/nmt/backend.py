@@ -3,16 +3,17 @@
 The example runs on TensorFlow, JAX and PyTorch, chosen by ``KERAS_BACKEND``
 (unset: TensorFlow, which each command line sets before importing Keras).
 Its models, losses, metrics and searches are ``keras.ops``; its input
-pipeline and text ops are TensorFlow on the host on every backend (Keras 3
-feeds a ``tf.data.Dataset`` to ``fit`` on each). What is left per backend:
+pipeline is NumPy and ``keras.utils.PyDataset`` on every backend
+(``examples.nmt.host``). What is left per backend (the shared part in
+``examples.common.backend``):
 
 * ``devices()``: what the run trains on, for the first line it prints;
 * ``compile_search(model, fn)``: a search over NumPy source ids, compiled
   where the backend compiles (``jax.jit`` over the model's variables as
   arguments; ``torch.no_grad`` eagerly on PyTorch; TensorFlow traces the
   whole translator instead, ``examples.nmt.translator.translate_fn``);
-* ``keep_tensorflow_on_the_host()``: TensorFlow feeds the data and leaves
-  the GPUs to the backend;
+* ``keep_tensorflow_on_the_host()``: TensorFlow, where it reads a TFDS
+  dataset or loads a SavedModel, leaves the GPUs to the backend;
 * ``compiles_per_shape()``: JAX compiles a program per input shape, so its
   training batches come at a few static shapes (``LENGTH_BUCKET``);
 * ``peak_memory_mb()``: a GPU run's peak memory, for ``metrics.json``;
@@ -27,7 +28,6 @@ from examples.common.backend import compile_search  # noqa: F401  (backend.compi
 from examples.common.backend import devices  # noqa: F401  (backend.devices)
 from examples.common.backend import name
 from examples.common.backend import peak_memory_mb  # noqa: F401  (backend.peak_memory_mb)
-from examples.nmt import host
 
 BACKENDS = ("tensorflow", "jax", "torch")
 # On a backend that compiles one program per shape (JAX), sequences are padded
@@ -39,12 +39,14 @@ LENGTH_BUCKET = 8
 
 
 def keep_tensorflow_on_the_host() -> None:
-    """On JAX and PyTorch, hides the GPUs from TensorFlow (it only feeds ``tf.data``).
+    """On JAX and PyTorch, hides the GPUs from TensorFlow before it reads data or a SavedModel.
 
-    A CUDA build of TensorFlow would otherwise take most of each GPU's memory
-    when it starts. Call before any TensorFlow op; a no-op on TensorFlow.
+    A process of another backend imports TensorFlow only for that (TFDS
+    catalogue datasets, ``translate.py`` with a SavedModel); a CUDA build of
+    TensorFlow would otherwise take most of each GPU's memory when it starts.
+    Call before any TensorFlow op; a no-op on TensorFlow.
     """
-    if name() == "tensorflow" or host.uses_host():
+    if name() == "tensorflow":
         return
     import tensorflow as tf  # noqa: PLC0415
 

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 from collections.abc import Callable
 from typing import Any
 from typing import NoReturn
 
 from examples.common.runs import RunError  # noqa: F401  (cli.RunError)
-from examples.nmt import host
 
 
 def fail(prog: str, message: str) -> NoReturn:
@@ -135,25 +133,3 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 def model_folders(given: list[str] | None) -> list[str]:
     """The ``--model`` folders given, else ``[DEFAULT_MODEL]``."""
     return list(given or [DEFAULT_MODEL])
-
-
-def add_input_pipeline_argument(parser: argparse.ArgumentParser) -> None:
-    """``--input-pipeline``: ``auto`` (TensorFlow where it imports), ``numpy`` or ``tensorflow``."""
-    parser.add_argument(
-        "--input-pipeline",
-        choices=host.PIPELINES,
-        help="the data and text pipeline: tensorflow (tf.data, TensorFlow Text, TFDS) or numpy "
-        "(plain Python on the host, no TensorFlow: tsv:, dict:, cmu_pronouncing_dictionary); "
-        f"default: ${host.ENVIRONMENT}, else auto (numpy where TensorFlow does not import)",
-    )
-
-
-def apply_input_pipeline(args: argparse.Namespace) -> None:
-    """Sets ``NMT_INPUT_PIPELINE`` from ``--input-pipeline`` (for this process and its children).
-
-    The flag then leaves ``args``: it is no setting of the run (``config.json``
-    stays the same, and a run resumes or evaluates with either pipeline).
-    """
-    choice = vars(args).pop("input_pipeline", None)
-    if choice is not None:
-        os.environ[host.ENVIRONMENT] = choice

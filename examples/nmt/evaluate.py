@@ -21,12 +21,11 @@ import argparse
 import json
 from collections.abc import Sequence
 
-from examples.nmt import backend
 from examples.nmt import cli
-from examples.nmt import host
 from examples.nmt import runs
 from examples.nmt.data import arguments
 from examples.nmt.evaluation import evaluate
+from examples.nmt.host import splits
 from examples.nmt.models import attentions
 
 
@@ -37,17 +36,6 @@ def run_flags() -> set[str]:
     arguments.add_arguments(shared)
     cli.add_decoding_arguments(shared)
     return set(vars(shared.parse_args([])))
-
-
-def splits_from_args(args: argparse.Namespace) -> dict:
-    """The splits, read by this process's input pipeline (``examples.nmt.host``)."""
-    if host.uses_host():
-        from examples.nmt.host import splits  # noqa: PLC0415
-
-        return splits.splits_from_args(args)
-    from examples.nmt.data import sources  # noqa: PLC0415  (TensorFlow)
-
-    return sources.splits_from_args(args)
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, float]:
@@ -65,9 +53,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
     )
     arguments.add_arguments(parser)
     cli.add_decoding_arguments(parser)
-    cli.add_input_pipeline_argument(parser)
-    cli.apply_input_pipeline(parser.parse_known_args(argv)[0])
-    backend.keep_tensorflow_on_the_host()  # on JAX or PyTorch the GPUs are theirs
     # The run's own data and decoding settings are the defaults (a flag given
     # wins): `--model runs/g2p` alone scores the pronunciation run on its test split.
     folders = cli.model_folders(parser.parse_known_args(argv)[0].model)
@@ -79,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float]:
         if args.attention_mode is not None:
             for member in getattr(model, "members", (model,)):
                 attentions.set_attention_mode(member, args.attention_mode)
-        split = splits_from_args(args)[args.split]
+        split = splits.splits_from_args(args)[args.split]
     except (OSError, ValueError, cli.RunError) as error:
         cli.fail(parser.prog, str(error))
     metrics, _ = evaluate(

@@ -171,27 +171,38 @@ def translate_fn(model: Decoder, vocabularies: Any, **settings: Any) -> Callable
     return translator.translate_fn(model, vocabularies, **settings)
 
 
+def gold_alignments(pairs: Sequence[Any], vocabularies: Any, max_length: int) -> np.ndarray:
+    """The gold links of ``AlignedPair``s as 0/1 ``(B, Tt, Ts)`` matrices (row ``t``: output ``t``).
+
+    ``Ts`` counts each source's tokens cut at ``max_length``, ``Tt`` its
+    target tokens cut at ``max_length - 1`` and ``[END]``; links outside
+    those lengths are dropped.
+    """
+    sources = vocabularies.source.encode([pair[0] for pair in pairs])
+    targets = vocabularies.target.encode([pair[1] for pair in pairs])
+    source_lengths = [min(len(ids), max_length) for ids in sources]
+    target_lengths = [min(len(ids), max_length - 1) + 1 for ids in targets]
+    gold = np.zeros((len(pairs), max(target_lengths), max([1, *source_lengths])), "float32")
+    for row, pair in enumerate(pairs):
+        links = pair.alignment
+        inside = (links[:, 0] < target_lengths[row]) & (links[:, 1] < source_lengths[row])
+        gold[row, links[inside, 0], links[inside, 1]] = 1.0
+    return gold
+
+
 def text_batches(
-    split: Any, vocabularies: Any, batch_size: int, max_length: int, with_alignment: bool
+    split: Sequence[Any], vocabularies: Any, batch_size: int, max_length: int, with_alignment: bool
 ) -> Iterator[dict[str, Any]]:
     """A split's ``source`` and ``target`` strings (``str`` lists) in order, ``batch_size`` a batch.
 
-    A host split (a list of pairs) is cut as it is; a ``tf.data`` one goes
-    through ``batching.make_text_batches`` (with the gold ``alignment``).
+    With ``with_alignment`` (a split of ``AlignedPair``s), also each batch's
+    gold ``alignment`` (``gold_alignments``).
     """
-    if isinstance(split, list):
-        for start in range(0, len(split), batch_size):
-            pairs = split[start : start + batch_size]
-            yield {"source": [s for s, _ in pairs], "target": [t for _, t in pairs]}
-        return
-    from examples.nmt.data.batching import make_text_batches  # noqa: PLC0415  (TensorFlow)
-
-    batches = make_text_batches(
-        split, vocabularies, batch_size, max_length=max_length, with_alignment=with_alignment
-    )
-    for batch in batches.as_numpy_iterator():
-        batch["source"] = [text.decode("utf-8") for text in batch["source"]]
-        batch["target"] = [text.decode("utf-8") for text in batch["target"]]
+    for start in range(0, len(split), batch_size):
+        pairs = split[start : start + batch_size]
+        batch = {"source": [pair[0] for pair in pairs], "target": [pair[1] for pair in pairs]}
+        if with_alignment:
+            batch["alignment"] = gold_alignments(pairs, vocabularies, max_length)
         yield batch
 
 
@@ -222,7 +233,7 @@ def evaluate(
         cut at ``max_source_length`` tokens (``max_length`` if None), outputs
         at ``max_length``.
     """
-    with_alignment = not isinstance(split, list) and "alignment" in split.element_spec
+    with_alignment = bool(split) and all(hasattr(pair, "alignment") for pair in split)
     max_source_length = max_source_length or max_length
     translate = translate_fn(
         model,

@@ -210,7 +210,7 @@ def export_run(
             "an ensemble or --average-checkpoints needs --output: the run's own "
             f"{SAVED_MODEL}/ stays its best epoch alone (translate.py uses it)"
         )
-    model, vocabularies = runs.load_runs(folders, average_checkpoints)
+    model, vocabularies = runs.load_runs(folders, average_checkpoints, tensorflow=True)
     config = runs.load_config(folders[0]) or {}
     return export_translator(
         model,

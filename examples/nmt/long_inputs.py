@@ -44,10 +44,14 @@ from typing import Any
 import numpy as np
 
 from examples.nmt import cli
+from examples.nmt import evaluation
 from examples.nmt import runs
+from examples.nmt.data.arguments import is_pronunciation
 from examples.nmt.data.joined_words import BOUNDARY
 from examples.nmt.data.joined_words import LongExample
 from examples.nmt.data.joined_words import long_examples
+from examples.nmt.host import splits
+from examples.nmt.host.translation import sentences
 
 DEFAULT_KS = (1, 5, 10, 20, 40)
 
@@ -153,16 +157,12 @@ def evaluate_long(
     needs (its letters; three tokens a letter, one a boundary, for the
     output).
     """
-    import tensorflow as tf  # noqa: PLC0415
-
-    from examples.nmt import translator  # noqa: PLC0415
-
     results = {}
     for k in ks:
         examples = long_examples(pairs, k, count, seed)
         max_source = max(example.spans[-1][1] for example in examples)
         max_output = 3 * max_source + k + 1
-        translate = translator.translate_fn(
+        translate = evaluation.translate_fn(
             model,
             vocabularies,
             max_length=max_output,
@@ -172,7 +172,7 @@ def evaluate_long(
         outputs: list[dict[str, Any]] = []
         for start in range(0, len(examples), batch_size):
             batch = [example.source for example in examples[start : start + batch_size]]
-            outputs += translator.sentences(translate(tf.constant(batch)))
+            outputs += sentences(translate(batch))
         results[k] = {**score_long(examples, outputs), "max_source_tokens": max_source}
         print(f"k={k}: " + json.dumps(results[k], sort_keys=True))
     return results
@@ -249,8 +249,6 @@ def compare(pairs: Sequence[tuple[str, str]], path: str) -> dict[str, dict[int, 
 
 def main(argv: Sequence[str] | None = None) -> dict[int, dict[str, float]]:
     """Scores a G2P run trained on joined words on inputs of k test words."""
-    from examples.nmt.data import sources  # noqa: PLC0415  (TensorFlow)
-
     parser = argparse.ArgumentParser(
         prog="python -m examples.nmt.long_inputs", description=main.__doc__
     )
@@ -280,15 +278,14 @@ def main(argv: Sequence[str] | None = None) -> dict[int, dict[str, float]]:
     config = runs.load_config(args.model)
     if config is None:
         cli.fail(parser.prog, f"no run in {args.model} (no {runs.CONFIG})")
-    if not sources.is_pronunciation(config["dataset"]):
+    if not is_pronunciation(config["dataset"]):
         cli.fail(parser.prog, f"the run in {args.model} is not a pronunciation run")
     try:
         model, vocabularies = runs.load_run(args.model)
         run_args = argparse.Namespace(**{**config, "join_words": None})
-        split = sources.splits_from_args(run_args)["test"]
+        pairs = splits.splits_from_args(run_args)["test"]
     except (OSError, ValueError, cli.RunError) as error:
         cli.fail(parser.prog, str(error))
-    pairs = [(e["source"].decode(), e["target"].decode()) for e in split.as_numpy_iterator()]
     results = evaluate_long(
         model, vocabularies, pairs, args.ks, args.count, args.beam_size, args.batch_size
     )

@@ -38,7 +38,6 @@ from examples.common.runs import save_model  # noqa: F401  (runs.save_model)
 from examples.common.runs import save_weights  # noqa: F401  (runs.save_weights)
 from examples.common.runs import write_history  # noqa: F401  (runs.write_history)
 from examples.common.runs import write_json
-from examples.nmt import host
 from examples.nmt.cli import RunError
 from examples.nmt.models import rnn as _rnn  # noqa: F401  (registers Seq2Seq for loading)
 from examples.nmt.models import transformer as _transformer  # noqa: F401  (registers it)
@@ -110,17 +109,20 @@ RESUME_IRRELEVANT = frozenset(
 )
 
 
-def load_vocabularies(directory: str) -> Any:
-    """A run's vocabularies, for this process's input pipeline (the same files either way)."""
-    if host.uses_host():
-        from examples.nmt.host.vocabularies import Vocabularies  # noqa: PLC0415
-    else:
+def load_vocabularies(directory: str, tensorflow: bool = False) -> Any:
+    """A run's vocabularies: Python tokenizers, or with ``tensorflow`` TensorFlow Text ops
+    (the SavedModel's, ``examples.nmt.text.vocabularies``), from the same files."""
+    if tensorflow:
         from examples.nmt.text.vocabularies import Vocabularies  # noqa: PLC0415
+    else:
+        from examples.nmt.host.vocabularies import Vocabularies  # noqa: PLC0415
     return Vocabularies.load(directory)
 
 
-def load_run(directory: str, average_checkpoints: int | None = None) -> tuple[keras.Model, Any]:
-    """``model.keras`` and the vocabularies of a train.py output dir.
+def load_run(
+    directory: str, average_checkpoints: int | None = None, tensorflow: bool = False
+) -> tuple[keras.Model, Any]:
+    """``model.keras`` and the vocabularies of a train.py output dir (``load_vocabularies``).
 
     With ``average_checkpoints`` N, the model holds the element-wise mean of
     the weights of the run's last N trained epochs (``averaged_weights``)
@@ -132,11 +134,11 @@ def load_run(directory: str, average_checkpoints: int | None = None) -> tuple[ke
     model = keras.saving.load_model(path, compile=False)
     if average_checkpoints is not None:
         model.set_weights(averaged_weights(directory, average_checkpoints))
-    return model, load_vocabularies(directory)
+    return model, load_vocabularies(directory, tensorflow)
 
 
 def load_runs(
-    directories: Sequence[str], average_checkpoints: int | None = None
+    directories: Sequence[str], average_checkpoints: int | None = None, tensorflow: bool = False
 ) -> tuple[Decoder, Any]:
     """``load_run`` of one run, or an ``Ensemble`` of several, with the first run's vocabularies.
 
@@ -145,7 +147,7 @@ def load_runs(
     (they read the same source ids, and their attention is averaged over the
     same source tokens).
     """
-    loaded = [load_run(directory, average_checkpoints) for directory in directories]
+    loaded = [load_run(directory, average_checkpoints, tensorflow) for directory in directories]
     if len(loaded) == 1:
         return loaded[0]
     first = loaded[0][1]

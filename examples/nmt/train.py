@@ -41,7 +41,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from examples.nmt import cli
-from examples.nmt import host
 from examples.nmt.data import arguments
 from examples.nmt.host.text import TOKENIZERS
 from examples.nmt.models.attentions import ATTENTIONS
@@ -61,7 +60,6 @@ def make_parser() -> argparse.ArgumentParser:
     )
     positive, at_least = cli.integer_at_least(1), cli.integer_at_least
     arguments.add_arguments(parser)
-    cli.add_input_pipeline_argument(parser)
     parser.add_argument("--output-dir", default=DEFAULT_OUTPUT_DIR)
     parser.add_argument(
         "--overwrite",
@@ -311,7 +309,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = make_parser()
     args = parser.parse_args(argv)
     check_args(parser, args)
-    cli.apply_input_pipeline(args)
     return args
 
 
@@ -320,22 +317,6 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = make_parser()
     args = parser.parse_args(argv)
     check_args(parser, args)
-    cli.apply_input_pipeline(args)
-    try:
-        on_host = host.uses_host()
-    except ValueError as error:
-        cli.fail(parser.prog, str(error))
-    if on_host:  # no TensorFlow: only the datasets plain Python reads
-        from examples.nmt.host.splits import check_dataset  # noqa: PLC0415
-
-        try:
-            check_dataset(args.dataset)
-        except ValueError as error:
-            cli.fail(parser.prog, str(error))
-    else:
-        import tensorflow_datasets as tfds  # noqa: PLC0415
-
-        tfds.disable_progress_bar()
     try:
         # First: several processes meet here before any other work.
         distributed = distribution.setup(

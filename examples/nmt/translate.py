@@ -63,6 +63,7 @@ def saved_model_translator(
     translation, its score, tokens and ``(T, Ts)`` attention
     (``translator.sentences``).
     """
+    backend.keep_tensorflow_on_the_host()  # on JAX or PyTorch the GPUs are theirs
     import tensorflow as tf  # noqa: PLC0415  (a SavedModel is TensorFlow's)
     import tensorflow_text  # noqa: F401, PLC0415  (registers the ops a SavedModel may hold)
 
@@ -224,7 +225,6 @@ def make_parser() -> argparse.ArgumentParser:
         "--beta", "--coverage-penalty", dest="coverage_penalty", type=float, help="GNMT beta"
     )
     parser.add_argument("--max-decode-length", type=at_least_one, help="most output tokens")
-    cli.add_input_pipeline_argument(parser)
     return parser
 
 
@@ -232,8 +232,6 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """Translates sentences given on the command line, or a file one line at a time."""
     parser = make_parser()
     args = parser.parse_args(argv)
-    cli.apply_input_pipeline(args)
-    backend.keep_tensorflow_on_the_host()  # on JAX or PyTorch the GPUs are theirs
     if args.input is None and not args.sentences and not sys.stdin.isatty():
         args.input = "-"
     if args.input is None and not args.sentences:
@@ -246,9 +244,9 @@ def main(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     saved_model = os.path.join(folders[0], "saved_model")
     # A run's SavedModel is its best epoch alone: an ensemble or an average needs the code.
     alone = len(folders) == 1 and args.average_checkpoints is None
-    # Without TensorFlow (the host pipeline), model.keras translates.
+    # Without TensorFlow, model.keras translates.
     use_saved_model = alone and os.path.isdir(saved_model) and not args.keras
-    use_saved_model = use_saved_model and not host.uses_host()
+    use_saved_model = use_saved_model and host.tensorflow_available()
     for folder in folders:
         if not use_saved_model and not os.path.isfile(os.path.join(folder, runs.MODEL)):
             found = "" if alone else " (an ensemble or --average-checkpoints needs it)"

@@ -1,10 +1,10 @@
-"""Parallel text in, batches out: sources, the TSV, dictionary and date formats, batching.
+"""Parallel text in: the TSV, dictionary and date formats, joined words, TFDS datasets.
 
-``sources.load_splits`` reads a dataset as ``{"source", "target"[, "alignment"]}``
-splits (``tsv``, ``pronunciations``/``pronouncing_dictionary`` and
-``date_normalization``/``dates`` are some of its sources; ``splitting``
-carves source-disjoint splits);
-``batching.make_batches`` turns a split into
-``((source_ids, target_in_ids), target_out_ids)`` batches; ``statistics``
-counts them and their target tokens.
+``tsv`` (``English<TAB>Other`` files), ``pronunciations`` (dictionary files)
+and ``pronouncing_dictionary`` (the bundled CMUdict), ``dates`` (the offline
+date task, with gold alignments; ``date_normalization`` is it as a TFDS
+builder), ``joined_words`` (long inputs made of several words),
+``sources`` (TFDS catalogue and folder datasets; ``python -m
+examples.nmt.data``), ``arguments`` (the data flags). The splits, batches
+and vocabularies are ``examples.nmt.host``'s.
 """

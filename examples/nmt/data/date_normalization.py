@@ -36,10 +36,10 @@ from examples.nmt.data import dates
 class DateNormalizationConfig(tfds.core.BuilderConfig):
     """Split sizes and seed of a `date_normalization` config."""
 
-    train_size: int = 50_000
-    validation_size: int = 2_000
-    test_size: int = 2_000
-    seed: int = 0
+    train_size: int = dates.CONFIGS["default"]["train"]
+    validation_size: int = dates.CONFIGS["default"]["validation"]
+    test_size: int = dates.CONFIGS["default"]["test"]
+    seed: int = dates.SEED
 
     def sizes(self) -> dict[str, int]:
         return {
@@ -62,9 +62,9 @@ class DateNormalization(tfds.core.GeneratorBasedBuilder):
         DateNormalizationConfig(
             name="small",
             description="2k/200/200 examples, for tests and quick runs.",
-            train_size=2_000,
-            validation_size=200,
-            test_size=200,
+            train_size=dates.CONFIGS["small"]["train"],
+            validation_size=dates.CONFIGS["small"]["validation"],
+            test_size=dates.CONFIGS["small"]["test"],
         ),
     ]
     DEFAULT_CONFIG_NAME = "default"

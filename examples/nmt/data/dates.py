@@ -31,6 +31,12 @@ import numpy as np
 FIRST_DAY = datetime.date(1900, 1, 1)
 LAST_DAY = datetime.date(2099, 12, 31)
 SPLITS = ("train", "validation", "test")
+# The dataset's configs (``date_normalization`` and ``date_normalization/small``): split sizes.
+CONFIGS = {
+    "default": {"train": 50_000, "validation": 2_000, "test": 2_000},
+    "small": {"train": 2_000, "validation": 200, "test": 200},
+}
+SEED = 0
 
 # Which date field decides each of the 10 target characters "yyyy-mm-dd".
 TARGET_ROLES = ("year",) * 4 + (None,) + ("month",) * 2 + (None,) + ("day",) * 2

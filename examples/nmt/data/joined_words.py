@@ -20,7 +20,6 @@ from __future__ import annotations
 import random
 import unicodedata
 from collections.abc import Sequence
-from typing import Any
 from typing import NamedTuple
 
 BOUNDARY = "|"
@@ -67,21 +66,6 @@ def join_pairs(
         target = f" {BOUNDARY} ".join(rng.choice(options) for _, options in chosen)
         joined.append((source, target))
     return joined
-
-
-def join_split(split: Any, max_words: int, seed: int = 0) -> Any:
-    """A ``tf.data`` split as joins of 1 to ``max_words`` words (``join_pairs``)."""
-    import tensorflow as tf  # noqa: PLC0415  (join_pairs is the host pipeline's too)
-
-    pairs = [
-        (example["source"].decode("utf-8"), example["target"].decode("utf-8"))
-        for example in split.as_numpy_iterator()
-    ]
-    joined = join_pairs(pairs, max_words, seed)
-    if not joined:
-        return split
-    sources, targets = zip(*joined, strict=True)
-    return tf.data.Dataset.from_tensor_slices({"source": list(sources), "target": list(targets)})
 
 
 def long_examples(

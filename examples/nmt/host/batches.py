@@ -1,4 +1,4 @@
-"""Training batches on the host: ``examples.nmt.data.batching``'s, as a ``keras.utils.PyDataset``.
+"""The example's batches: pairs of ids as a ``keras.utils.PyDataset``, on every backend.
 
 ``make_batches`` encodes a split's pairs once and cuts them into
 ``((source_ids, target_in_ids), target_out_ids)`` batches, int32 NumPy, 0-padded:
@@ -11,7 +11,7 @@ the pass), then the pass's batches shuffled (``tf.data`` in a window of
 1,024 batches, here all of them), so that those partial batches, one length
 after another, do not all come just before validation; otherwise in order.
 ``pad_batches`` gives a compiling backend its few static shapes. The batches
-are ``tf.data``'s semantics, not its order.
+follow that pipeline's rules, not its order.
 """
 
 from __future__ import annotations
@@ -88,8 +88,8 @@ class Batches(keras.utils.PyDataset):
     ``rows`` and ``length_multiple`` (``pad_batches``): all-padding rows up to
     ``rows`` and columns up to a multiple of ``length_multiple``. ``part``
     (``shard``): ``(index, count)``, this process's share of each padded
-    batch, rows ``index * rows / count`` on. ``skip`` and ``repeat`` are
-    ``tf.data``'s, as ``training.fit`` calls them.
+    batch, rows ``index * rows / count`` on. ``skip`` and ``repeat`` as
+    ``training.fit`` calls them (``tf.data.Dataset``'s meanings).
     """
 
     def __init__(
@@ -171,7 +171,7 @@ def make_batches(
     bucket_step: float = DEFAULT_BUCKET_STEP,
     bucketed: bool = False,
 ) -> Batches:
-    """``batching.make_batches`` of a host split (pairs); see the module doc."""
+    """``((source_ids, target_in_ids), target_out_ids)`` batches of pairs; see the module doc."""
     examples = encode_pairs(pairs, vocabularies, max_length)
     if training:
         return Batches(_flat(_passes(examples, batch_size, max_length, seed, passes, bucket_step)))
@@ -191,7 +191,7 @@ def training_batches(
     passes: int = 1,
     bucket_step: float = DEFAULT_BUCKET_STEP,
 ) -> tuple[Batches, Batches]:
-    """``batching.training_batches``: the first pass and the stream, the pairs encoded once."""
+    """The first training pass and the stream of ``passes`` passes, the pairs encoded once."""
     examples = encode_pairs(pairs, vocabularies, max_length)
     each = _passes(examples, batch_size, max_length, seed, passes, bucket_step)
     return Batches(each[0]), Batches(_flat(each))
@@ -221,7 +221,7 @@ def _flat(passes: list[list[list[Example]]]) -> list[list[Example]]:
 
 
 def pad_batches(batches: Batches, rows: int, length_multiple: int) -> Batches:
-    """``batching.pad_batches``: every batch at ``rows`` rows, lengths a multiple of the given."""
+    """Every batch at ``rows`` rows, lengths a multiple of the given (a compiling backend)."""
     return Batches(batches.batches, rows, length_multiple, batches.part)
 
 
@@ -230,7 +230,7 @@ def count_batches(batches: Batches) -> int:
 
 
 def target_log_prior(batches: Batches, vocab_size: int) -> np.ndarray:
-    """``statistics.target_log_prior``: log unigram frequencies of the targets, add-one smoothed."""
+    """The log unigram frequencies of the targets, add-one smoothed (``--output-bias unigram``)."""
     counts = np.ones(vocab_size, "int64")
     for batch in batches.batches:
         for _, _, target_out in batch:
@@ -239,5 +239,5 @@ def target_log_prior(batches: Batches, vocab_size: int) -> np.ndarray:
 
 
 def count_and_prior(batches: Batches, vocab_size: int) -> tuple[int, np.ndarray]:
-    """``statistics.count_and_prior``: ``count_batches`` and ``target_log_prior``."""
+    """``count_batches`` and ``target_log_prior`` in one pass."""
     return count_batches(batches), target_log_prior(batches, vocab_size)

@@ -1,8 +1,8 @@
 """FarmHash Fingerprint64 (``farmhashna::Hash64``) in plain Python: the hash of the splits.
 
 ``tf.strings.to_hash_bucket_fast(s, n)`` is ``fingerprint64(s) % n``; the
-splits (``examples.nmt.data.splitting``) bucket a source by it, so the host
-pipeline carves exactly the splits TensorFlow carves. Written from the
+splits (``examples.nmt.host.splits``) bucket a source by it, so they are the
+splits the former ``tf.data`` pipeline carved with TensorFlow. Written from the
 FarmHash definition (Pike and Alakuijala's farmhash.cc, the ``farmhashna``
 variant that Fingerprint64 is): little-endian 64-bit reads, one formula for
 0-16, 17-32 and 33-64 bytes, and 64-byte blocks for longer strings, all

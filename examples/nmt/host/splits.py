@@ -1,16 +1,16 @@
-"""The splits of ``tsv:``, ``dict:`` and the bundled dictionary, as lists of pairs, no TensorFlow.
+"""Every dataset's splits as lists of ``(source, target)`` pairs: the one input pipeline.
 
-``load_splits`` gives ``examples.nmt.data.sources.load_splits``'s splits
-(``{"train", "validation", "test"}``) as lists of ``(source, target)`` pairs:
-the same files read the same way (``tsv``, ``pronunciations``), the same
-``random.Random(0)`` shuffle of a file's pairs, the same hash split
-(``host.text.hash_bucket`` is ``tf.strings.to_hash_bucket_fast`` of the same
-key), the same ``--test``, ``--join-words`` and ``--max-examples``, so a
-split holds the same examples in the same order. One difference: the bundled
-``cmu_pronouncing_dictionary`` is read in file order, where TFDS reads it in
-the order its builder shuffled the records into; the splits hold the same
-pairs. TFDS catalogue names (and the default ``date_normalization``) need
-TensorFlow Datasets: ``check_dataset`` refuses them.
+``load_splits`` reads ``tsv:``, ``dict:``, the bundled dictionary, the
+default ``date_normalization`` (generated here, in Python: its pairs are
+``AlignedPair``s that carry their gold alignment), ``folder:`` and TFDS
+catalogue datasets (read through TensorFlow Datasets, the only part of the
+pipeline that needs TensorFlow) into ``{"train", "validation", "test"}``
+lists of pairs. Files are read the same way for every backend (``tsv``,
+``pronunciations``), a file's pairs shuffled by ``random.Random(0)``, and
+missing validation and test splits carved from train by the hash of the
+normalized source (``host.text.hash_bucket``, which is TensorFlow's
+``tf.strings.to_hash_bucket_fast`` of the same key, so the splits of runs
+made with the former ``tf.data`` pipeline hold the same examples).
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ import argparse
 import random
 from collections.abc import Sequence
 
+import numpy as np
+
+from examples.nmt.data import dates
 from examples.nmt.data import joined_words
 from examples.nmt.data import pronunciations
 from examples.nmt.data import tsv
@@ -30,23 +33,50 @@ from examples.nmt.host.text import source_key
 
 Pairs = list[tuple[str, str]]
 Splits = dict[str, Pairs]
+DATES = "date_normalization"
 
 
-def check_dataset(dataset: str) -> None:
-    """Raises ``ValueError`` for a dataset the host pipeline cannot read (a TFDS name)."""
-    kind, _, path = dataset.partition(":")
-    if (kind in ("tsv", "dict") and path) or dataset.split("/")[0] == pronunciations.BUNDLED:
-        return
-    raise ValueError(
-        f"--dataset {dataset} needs TensorFlow and TensorFlow Datasets (a TFDS dataset or "
-        "folder:), which this Python lacks (or --input-pipeline numpy was asked for); "
-        "without TensorFlow, train on tsv:PATH, dict:PATH or cmu_pronouncing_dictionary, or "
-        "install them (pip install '.[examples]')"
-    )
+class AlignedPair(tuple):
+    """A ``(source, target)`` pair that also carries its gold ``alignment``.
+
+    It unpacks, compares and hashes as the pair; ``alignment`` is int32
+    ``(L, 2)`` ``(target_index, source_index)`` links into the source's
+    tokens (``examples.nmt.data.dates``).
+    """
+
+    alignment: np.ndarray
+
+    def __new__(cls, source: str, target: str, alignment: np.ndarray) -> AlignedPair:
+        pair = super().__new__(cls, (source, target))
+        pair.alignment = np.asarray(alignment, "int32").reshape(-1, 2)
+        return pair
+
+
+def date_splits(dataset: str) -> Splits:
+    """``date_normalization[/CONFIG]``: the date task's splits, generated (``dates``)."""
+    _, _, config = dataset.partition("/")
+    sizes = dates.CONFIGS.get(config or "default")
+    if sizes is None:
+        raise ValueError(
+            f"Expected --dataset {DATES} or {DATES}/CONFIG with CONFIG in "
+            f"{sorted(dates.CONFIGS)}. Received: {dataset!r}"
+        )
+    return {
+        split: [
+            AlignedPair(example["source"], example["target"], example["alignment"])
+            for example in dates.generate_examples(split, sizes, dates.SEED)
+        ]
+        for split in SPLITS
+    }
 
 
 def split_by_hash(pairs: Pairs, held_out: Sequence[str], fraction: float) -> Splits:
-    """``splitting.split_by_hash`` of pairs: source-disjoint splits, the pairs' order kept."""
+    """Source-disjoint splits by the hash of the normalized source, the pairs' order kept.
+
+    Each name in ``held_out`` gets ``fraction`` of the hash buckets and
+    ``"train"`` the rest, so equal sources always land in the same split: no
+    test source is seen in training, and test scores measure unseen sentences.
+    """
     width = round(fraction * HASH_BUCKETS)
     if not 0 < width * len(held_out) < HASH_BUCKETS:
         raise ValueError(f"Expected 0 < fraction < {1 / len(held_out)}. Received: {fraction}")
@@ -58,7 +88,7 @@ def split_by_hash(pairs: Pairs, held_out: Sequence[str], fraction: float) -> Spl
 
 
 def check_split_sizes(path: str, sources: list[str], held_out: Sequence[str], fraction: float):
-    """Raises unless ``split_by_hash`` gives every split one of ``sources`` (``splitting``'s)."""
+    """Raises unless ``split_by_hash`` gives every split one of ``sources`` ."""
     width = round(fraction * HASH_BUCKETS)
     buckets = [hash_bucket(source) for source in sources]
     counts = {
@@ -123,24 +153,71 @@ def pairs_splits(path: str, pairs: Pairs, fraction: float, test: Pairs | None = 
     return {**split_by_hash(pairs, ["validation"], fraction), "test": test}
 
 
+def complete_splits(found: Splits, fraction: float) -> Splits:
+    """A dataset's own splits, the missing ``validation``/``test`` carved from ``train`` by hash."""
+    if "train" not in found:
+        raise ValueError(f"Expected a 'train' split. Received: {sorted(found)}")
+    missing = [name for name in SPLITS if name not in found]
+    if not missing:
+        return dict(found)
+    return {**found, **split_by_hash(found["train"], missing, fraction)}
+
+
 def load_splits(
     dataset: str,
     *,
+    data_dir: str | None = None,
     source_lang: str | None = None,
     target_lang: str | None = None,
     max_examples: int | None = None,
     held_out_fraction: float = 0.05,
+    download: bool = False,
     test: str | None = None,
     keep_stress: bool = False,
     join_words: int | None = None,
 ) -> Splits:
-    """``sources.load_splits`` for ``tsv:``, ``dict:`` and the bundled dictionary; see the doc."""
-    check_dataset(dataset)
+    """Loads ``train``, ``validation`` and ``test`` lists of pairs of ``dataset``.
+
+    Args:
+        dataset: ``date_normalization[/small]`` (the default), the bundled
+            ``cmu_pronouncing_dictionary[/stress]``, ``tsv:PATH``,
+            ``dict:PATH``, ``folder:PATH`` or a TFDS catalogue name.
+        data_dir: where TFDS keeps built datasets (TFDS's default if None).
+        source_lang, target_lang: language keys, where the dataset's own
+            direction is missing or should be reversed.
+        max_examples: keep the first this many examples of each split.
+        held_out_fraction: the share of examples in each split carved by hash.
+        download: download and prepare a TFDS catalogue dataset that is not
+            prepared in ``data_dir`` (``sources.catalogue_builder``).
+        test: a file in the dataset's format to test on instead of the hash
+            split (``tsv:``, ``dict:``, the bundled dictionary); its sources
+            are dropped from training.
+        keep_stress: keep the stress digits of ``dict:`` dictionaries (and
+            of a ``test`` dictionary).
+        join_words: pronunciations only: train and validation examples
+            become joins of 1 to ``join_words`` words
+            (``examples.nmt.data.joined_words.join_pairs``); test stays one
+            word an example.
+    """
     kind, _, path = dataset.partition(":")
     test_pairs = None
     if test is not None:
         test_pairs = test_file_pairs(dataset, test, source_lang, target_lang, keep_stress)
-    if kind in ("tsv", "dict"):
+    if join_words is not None and not is_pronunciation(dataset):
+        raise ValueError(
+            "Expected --join-words with a pronunciation dataset (dict:PATH or "
+            f"cmu_pronouncing_dictionary). Received --dataset {dataset}"
+        )
+    if dataset.split("/")[0] == DATES:
+        splits = date_splits(dataset)
+    elif (kind == "folder" and path) or not (
+        (kind in ("tsv", "dict") and path) or dataset.split("/")[0] == pronunciations.BUNDLED
+    ):
+        from examples.nmt.data import sources  # noqa: PLC0415  (TensorFlow Datasets)
+
+        found = sources.catalogue_pairs(dataset, data_dir, download, source_lang, target_lang)
+        splits = complete_splits(found, held_out_fraction)
+    elif kind in ("tsv", "dict"):
         if kind == "tsv":
             pairs = tsv.tsv_pairs(path, source_lang, target_lang)
         else:
@@ -168,6 +245,8 @@ def splits_from_args(args: argparse.Namespace) -> Splits:
     """``load_splits`` with the flags of ``examples.nmt.data.arguments.add_arguments``."""
     return load_splits(
         args.dataset,
+        data_dir=getattr(args, "data_dir", None),
+        download=getattr(args, "download", False),
         source_lang=args.source_lang,
         target_lang=args.target_lang,
         max_examples=args.max_examples,

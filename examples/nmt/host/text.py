@@ -60,12 +60,12 @@ def normalize(text: str) -> str:
 
 
 def source_key(text: str) -> str:
-    """The NFKC-normalized, lower-cased, space-folded source (``splitting.source_key``)."""
+    """The NFKC-normalized, lower-cased, space-folded source (the splits' key)."""
     return _SPACE_RUN.sub(" ", normalize(text).lower()).strip(_ASCII_SPACE)
 
 
 def hash_bucket(text: str) -> int:
-    """``splitting.hash_bucket``: FarmHash Fingerprint64 of ``source_key``, in 10,000 buckets."""
+    """The split bucket of a source: FarmHash Fingerprint64 of ``source_key``, in 10,000 buckets."""
     return fingerprint64(source_key(text).encode("utf-8")) % HASH_BUCKETS
 
 

@@ -106,7 +106,6 @@ def setup(
     Raises:
         RunError: a strategy of another backend, or process flags without ``data``.
     """
-    backend.keep_tensorflow_on_the_host()
     current = backend.name()
     needed = STRATEGY_BACKENDS.get(strategy)
     if needed is not None and needed != current:
@@ -141,7 +140,7 @@ def shard_batches(batches: Any, distribution: Distribution) -> Any:
     """The global batches as this process feeds them to ``fit`` under ``distribution``.
 
     With ``data``, the batches come at the recipe's full batch size, rounded
-    up to a multiple of the replicas (``batching.pad_batches``: padding rows
+    up to a multiple of the replicas (``host.batches.pad_batches``: padding rows
     weigh nothing), so that they split evenly over the devices; with several
     processes each keeps its own contiguous rows. Every process builds the
     same batches from the same seed, so the rows of one step share one
@@ -149,22 +148,7 @@ def shard_batches(batches: Any, distribution: Distribution) -> Any:
     """
     if distribution.processes == 1:
         return batches
-    from examples.nmt.host.batches import Batches  # noqa: PLC0415  (no TensorFlow)
-
-    if isinstance(batches, Batches):  # the host pipeline's
-        return batches.shard(distribution.process_id, distribution.processes)
-    share, index = (
-        batches.element_spec[1].shape[0] // distribution.processes,
-        distribution.process_id,
-    )
-
-    def keep_rows(inputs: Any, targets: Any) -> tuple[Any, Any]:
-        def rows(tensor: Any) -> Any:
-            return tensor[index * share : (index + 1) * share]
-
-        return (rows(inputs[0]), rows(inputs[1])), rows(targets)
-
-    return batches.map(keep_rows)
+    return batches.shard(distribution.process_id, distribution.processes)
 
 
 def wait_for_all(distributed: Distribution, name: str) -> None:

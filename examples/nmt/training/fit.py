@@ -1,6 +1,7 @@
 """Fit and resume: the model of ``--architecture``, compiled and trained to the end.
 
-``fit`` batches the splits, builds the model under the ``--strategy``
+``fit`` batches the splits (``examples.nmt.host.batches``, a
+``keras.utils.PyDataset`` on every backend), builds the model under the ``--strategy``
 (``examples.nmt.training.distribution``: the global batch split across
 devices and processes), starts the output bias from the
 target unigram frequencies (``--output-bias unigram``), keeps a moving
@@ -19,50 +20,21 @@ import importlib.util
 import os
 import shutil
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import Any
 
 import keras
 
+from examples.common.batches import for_fit
 from examples.common.checkpointing import STATE
 from examples.common.checkpointing import RunCheckpoint
 from examples.nmt import backend
 from examples.nmt import runs
+from examples.nmt.host import batches
 from examples.nmt.models.losses import MaskedCrossentropy
 from examples.nmt.models.metrics import MaskedAccuracy
 from examples.nmt.models.rnn import build_model
 from examples.nmt.models.transformer import build_transformer
 from examples.nmt.training import distribution
-
-
-def batch_functions(splits: dict[str, Any]) -> SimpleNamespace:
-    """``make_batches``, ``training_batches``, ``pad_batches``, ``count_batches``,
-    ``count_and_prior`` for ``splits``.
-
-    ``tf.data`` splits get ``examples.nmt.data.batching``'s; the host
-    pipeline's lists of pairs ``examples.nmt.host.batches``' (a
-    ``keras.utils.PyDataset``, the same batching rules).
-    """
-    if isinstance(splits["train"], list):
-        from examples.nmt.host import batches  # noqa: PLC0415
-
-        return SimpleNamespace(
-            make_batches=batches.make_batches,
-            training_batches=batches.training_batches,
-            pad_batches=batches.pad_batches,
-            count_batches=batches.count_batches,
-            count_and_prior=batches.count_and_prior,
-        )
-    from examples.nmt.data import batching  # noqa: PLC0415
-    from examples.nmt.data import statistics  # noqa: PLC0415
-
-    return SimpleNamespace(
-        make_batches=batching.make_batches,
-        training_batches=batching.training_batches,
-        pad_batches=batching.pad_batches,
-        count_batches=statistics.count_batches,
-        count_and_prior=statistics.count_and_prior,
-    )
 
 
 def learning_rate_schedule(args: argparse.Namespace, steps_per_epoch: int):
@@ -122,7 +94,7 @@ def compiled_model(
 
     With ``--output-bias unigram`` the bias starts at ``log_prior`` (the
     target unigram prior of ``train_batches``, when the caller counted it),
-    or at ``statistics.target_log_prior(train_batches)``.
+    or at ``batches.target_log_prior(train_batches)``.
 
     Adam on the warm-up and cosine schedule (AdamW with ``--weight-decay``,
     which leaves the biases alone), ``--clipnorm``, ``--ema``, the masked
@@ -131,9 +103,7 @@ def compiled_model(
     model = make_model(args, vocabularies)
     if args.output_bias == "unigram":
         if log_prior is None:
-            from examples.nmt.data.statistics import target_log_prior  # noqa: PLC0415
-
-            log_prior = target_log_prior(train_batches, len(vocabularies.target))
+            log_prior = batches.target_log_prior(train_batches, len(vocabularies.target))
         model.output_layer.bias.assign(log_prior)
     options = dict(
         learning_rate=learning_rate_schedule(args, steps_per_epoch),
@@ -216,11 +186,10 @@ def fit(
 ) -> tuple[keras.Model, dict[str, Any]]:
     """Trains (or resumes) to the end; saves the best epoch's ``model.keras``."""
     out = args.output_dir
-    functions = batch_functions(splits)
     # The first pass (counted) and the batches of every epoch, one after another (the
     # passes' orders do not depend on how many iterators Keras makes, so a resumed run
     # skips to the same batches), over one encoding of the split.
-    first_pass, stream = functions.training_batches(
+    first_pass, stream = batches.training_batches(
         splits["train"],
         vocabularies,
         args.batch_size,
@@ -229,7 +198,7 @@ def fit(
         passes=args.epochs + 1,  # bucketing: a pass may hold a few batches fewer
         bucket_step=args.length_bucket_step,
     )
-    validation = functions.make_batches(  # in length buckets: far less padding than in order
+    validation = batches.make_batches(  # in length buckets: far less padding than in order
         splits["validation"],
         vocabularies,
         args.batch_size,
@@ -237,8 +206,8 @@ def fit(
         bucket_step=args.length_bucket_step,
         bucketed=True,
     )
-    steps_per_epoch, log_prior = functions.count_and_prior(first_pass, len(vocabularies.target))
-    validation_steps = functions.count_batches(validation)  # no "ran out of data" warning
+    steps_per_epoch, log_prior = batches.count_and_prior(first_pass, len(vocabularies.target))
+    validation_steps = batches.count_batches(validation)  # no "ran out of data" warning
     backup = os.path.join(out, "backup")
     os.makedirs(backup, exist_ok=True)
     early_stopping = early_stopping_callback(args)
@@ -261,7 +230,7 @@ def fit(
     fed = {"train": stream, "validation": validation}
     if backend.compiles_per_shape():  # full batches, split evenly over the replicas
         rows = -(-args.batch_size // distributed.replicas) * distributed.replicas
-        fed = {name: functions.pad_batches(fed[name], rows, backend.LENGTH_BUCKET) for name in fed}
+        fed = {name: batches.pad_batches(fed[name], rows, backend.LENGTH_BUCKET) for name in fed}
     fed = {name: distribution.shard_batches(fed[name], distributed) for name in fed}
     try:
         with distributed.scope():
@@ -278,9 +247,9 @@ def fit(
         # resumed run skips the batches of the finished epochs, so that it
         # trains on the same batches as an uninterrupted one.
         model.fit(
-            fed["train"].skip(done * steps_per_epoch),
+            for_fit(fed["train"].skip(done * steps_per_epoch)),
             steps_per_epoch=steps_per_epoch,
-            validation_data=fed["validation"].repeat(),
+            validation_data=for_fit(fed["validation"], repeat=True),
             validation_steps=validation_steps,
             initial_epoch=done,
             epochs=done if checkpoint.state["stopped"] else args.epochs,

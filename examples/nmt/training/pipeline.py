@@ -28,6 +28,8 @@ from examples.nmt import host
 from examples.nmt import plots
 from examples.nmt import runs
 from examples.nmt.data.arguments import is_pronunciation
+from examples.nmt.host import splits as host_splits
+from examples.nmt.host.vocabularies import build_vocabularies
 from examples.nmt.training import distribution
 from examples.nmt.training.fit import fit
 
@@ -35,30 +37,13 @@ from examples.nmt.training.fit import fit
 def load_splits(args: argparse.Namespace) -> Any:
     """The data, with a one-line ``RunError`` for a missing file or an empty split.
 
-    ``{"train", "validation", "test"}``: ``tf.data`` datasets
-    (``examples.nmt.data.sources``), or lists of pairs on the host pipeline
-    (``examples.nmt.host.splits``).
+    ``{"train", "validation", "test"}`` lists of pairs (``examples.nmt.host.splits``).
     """
-    if host.uses_host():
-        from examples.nmt.host import splits as host_splits  # noqa: PLC0415
-
-        try:
-            splits = host_splits.splits_from_args(args)
-        except (OSError, ValueError) as error:
-            raise cli.RunError(str(error)) from error
-        empty = [name for name, split in splits.items() if not split]
-    else:
-        import tensorflow as tf  # noqa: PLC0415
-
-        from examples.nmt.data import sources  # noqa: PLC0415
-
-        try:
-            splits = sources.splits_from_args(args)
-            empty = [
-                name for name, split in splits.items() if next(iter(split.take(1)), None) is None
-            ]
-        except (OSError, ValueError, tf.errors.OpError) as error:
-            raise cli.RunError(str(error)) from error
+    try:
+        splits = host_splits.splits_from_args(args)
+    except (OSError, ValueError) as error:
+        raise cli.RunError(str(error)) from error
+    empty = [name for name, split in splits.items() if not split]
     if empty:
         raise cli.RunError(f"the {empty[0]} split of {args.dataset} is empty")
     return splits
@@ -121,7 +106,7 @@ def train(
 def run_vocabularies(args: argparse.Namespace, train_split: Any, resuming: bool) -> Any:
     """A resumed run's saved vocabularies, or new ones from the training split (then saved).
 
-    The same files and bytes on either input pipeline (``examples.nmt.host.text``).
+    The files the SavedModel's TensorFlow Text tokenizers read too (``examples.nmt.host.text``).
     """
     if resuming:
         try:
@@ -129,10 +114,6 @@ def run_vocabularies(args: argparse.Namespace, train_split: Any, resuming: bool)
         except FileNotFoundError:  # killed before they were written: build them again
             print(f"No saved vocabularies in {args.output_dir}: building them.")
     start = time.perf_counter()
-    if isinstance(train_split, list):  # the host pipeline's pairs
-        from examples.nmt.host.vocabularies import build_vocabularies  # noqa: PLC0415
-    else:
-        from examples.nmt.text.vocabularies import build_vocabularies  # noqa: PLC0415
     vocabularies = build_vocabularies(
         train_split, args.vocab_size, args.source_tokenizer, args.target_tokenizer
     )
@@ -196,10 +177,10 @@ def finish(
 
         path = os.path.join(out, "saved_model")
         try:
-            if backend.name() == "tensorflow":
+            if backend.name() == "tensorflow":  # the vocabulary files as TensorFlow Text ops
                 export.export_translator(
                     model,
-                    vocabularies,
+                    export.Vocabularies.load(out),
                     path,
                     args.max_decode_length,
                     args.max_length,
@@ -229,4 +210,4 @@ def finish(
 
 def export_possible() -> bool:
     """Whether this Python can write the SavedModel (TensorFlow and TensorFlow Text import)."""
-    return host.requested() == "tensorflow" or host.tensorflow_available()
+    return host.tensorflow_available()

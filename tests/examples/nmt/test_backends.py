@@ -19,10 +19,10 @@ tf = pytest.importorskip("tensorflow")
 import tiny  # noqa: E402
 
 from examples.nmt import backend  # noqa: E402
+from examples.nmt import evaluation  # noqa: E402
 from examples.nmt import runs  # noqa: E402
 from examples.nmt import train  # noqa: E402
-from examples.nmt import translator  # noqa: E402
-from examples.nmt.data import sources  # noqa: E402
+from examples.nmt.host import splits  # noqa: E402
 
 SCORE_TOLERANCE = 1e-4
 
@@ -47,12 +47,12 @@ def test_the_saved_model_translates_the_test_split_as_this_backend_does(
     run_of_this_backend, beam_size
 ):
     out, _, argv = run_of_this_backend
-    split = sources.splits_from_args(train.parse_args(argv))["test"]
-    texts = [example["source"] for example in split.take(64).as_numpy_iterator()]
-    model, vocabularies = runs.load_run(out)
-    ours = translator.translate_fn(
+    split = splits.splits_from_args(train.parse_args(argv))["test"]
+    texts = [source for source, _ in split[:64]]
+    model, vocabularies = runs.load_run(out)  # the backend's own search, as evaluation runs it
+    ours = evaluation.translate_fn(
         model, vocabularies, max_length=12, max_source_length=24, beam_size=beam_size
-    )(tf.constant(texts))
+    )(texts)
     saved = tf.saved_model.load(str(out / "saved_model"))
     theirs = saved.translate(tf.constant(texts), beam_size=tf.constant(beam_size))
     ours = {name: np.asarray(value) for name, value in ours.items()}

@@ -125,7 +125,7 @@ def test_pronunciation_scores_take_the_closest_reference_as_a_numpy_reference_do
 
 
 def test_a_multi_reference_test_file_is_scored_against_each_words_closest_reference(tmp_path):
-    from examples.nmt.data import sources as data_sources
+    from examples.nmt.host.splits import load_splits
 
     train = tmp_path / "train.dict"
     train.write_text("".join(f"w{i}\tW ER1 D {'D ' * (i % 7)}\n" for i in range(300)))
@@ -135,8 +135,7 @@ def test_a_multi_reference_test_file_is_scored_against_each_words_closest_refere
         "either\tIY1 DH ER0\tAY1 DH ER0\n"
         "potato\tP AH0 T EY1 T OW2\n"
     )
-    split = data_sources.load_splits(f"dict:{train}", test=str(test))["test"]
-    examples = [(e["source"].decode(), e["target"].decode()) for e in split.as_numpy_iterator()]
+    examples = load_splits(f"dict:{train}", test=str(test))["test"]
     answers = {"tomato": "T AH M AA T OW", "either": "AY DH ER", "potato": "P AH T EY T"}
     sources, references = zip(*examples, strict=True)
     hypotheses = [answers[word] for word in sources]

@@ -15,7 +15,6 @@ tf = pytest.importorskip("tensorflow")
 import tiny  # noqa: E402
 
 from examples.nmt import export  # noqa: E402
-from examples.nmt.data import batching  # noqa: E402
 from examples.nmt.models.decoding import search_start  # noqa: E402
 from examples.nmt.text import special  # noqa: E402
 from keras_attention import decoding  # noqa: E402
@@ -38,8 +37,13 @@ def exported(tmp_path_factory):
     return model, vocabularies, tf.saved_model.load(str(path))
 
 
+def encode_texts(texts, vocabulary):
+    """``(B,)`` strings -> ``(B, T)`` int32 ids by the SavedModel's TensorFlow Text vocabulary."""
+    return vocabulary.encode(texts).to_tensor(default_value=0)
+
+
 def python_search(model, vocabularies, beam_size, alpha, beta, max_length=MAX_LENGTH):
-    source_ids = batching.encode_texts(tf.constant(SENTENCES[:3]), vocabularies.source)
+    source_ids = encode_texts(tf.constant(SENTENCES[:3]), vocabularies.source)
     search = decoding.greedy_search if beam_size is None else decoding.beam_search
     options = (
         {}
@@ -139,7 +143,7 @@ def test_exported_translator_matches_keras_greedy_search(tmp_path):
     sentences = ["May 9th, 1998", "june  UNSEEN", ""]
     translator = tf.saved_model.load(path)
     outputs = translator.translate(tf.constant(sentences))
-    source_ids = batching.encode_texts(tf.constant(sentences), vocabularies.source)
+    source_ids = encode_texts(tf.constant(sentences), vocabularies.source)
     expected = tiny.search(model, source_ids, max_length=6)
     lengths = outputs["target_length"].numpy()
     np.testing.assert_array_equal(lengths[:2], expected.lengths.numpy()[:2])
@@ -187,7 +191,7 @@ def assert_translates_as_the_python_search(translator, model, vocabularies, sent
     Returns the Python search's result.
     """
     outputs = translator.translate(tf.constant(sentences), beam_size=tf.constant(beam_size))
-    source_ids = batching.encode_texts(tf.constant(sentences), vocabularies.source)
+    source_ids = encode_texts(tf.constant(sentences), vocabularies.source)
     expected = tiny.search(model, source_ids, beam_size=beam_size, max_length=6)
     np.testing.assert_array_equal(outputs["target_length"].numpy(), expected.lengths.numpy())
     np.testing.assert_array_equal(

@@ -29,13 +29,10 @@ def test_join_pairs_uses_every_word_once_in_joins_of_one_to_k():
         joined_words.join_pairs(pairs, 0)
 
 
-def test_join_split_of_one_word_keeps_every_pair_of_distinct_words():
-    split = tf.data.Dataset.from_tensor_slices(
-        {"source": ["to", "be", "not"], "target": ["T UW", "B IY", "N AA T"]}
-    )
-    joined = joined_words.join_split(split, 1)
-    pairs = sorted((e["source"].decode(), e["target"].decode()) for e in joined.as_numpy_iterator())
-    assert pairs == [("be", "B IY"), ("not", "N AA T"), ("to", "T UW")]
+def test_joins_of_one_word_keep_every_pair_of_distinct_words():
+    pairs = [("to", "T UW"), ("be", "B IY"), ("not", "N AA T")]
+    joined = joined_words.join_pairs(pairs, 1)
+    assert sorted(joined) == [("be", "B IY"), ("not", "N AA T"), ("to", "T UW")]
 
 
 def test_long_examples_carry_every_reference_and_the_letter_spans():

@@ -12,7 +12,9 @@ tfds = pytest.importorskip("tensorflow_datasets")
 from examples.nmt.data import pronouncing_dictionary  # noqa: E402
 from examples.nmt.data import pronunciations  # noqa: E402
 from examples.nmt.data import sources  # noqa: E402
-from examples.nmt.data import splitting  # noqa: E402
+from examples.nmt.data.arguments import is_pronunciation  # noqa: E402
+from examples.nmt.host.splits import load_splits  # noqa: E402
+from examples.nmt.host.text import source_key  # noqa: E402
 
 # The three formats: CMUdict 0.7b (two spaces, WORD(1)), CMU Sphinx (one space,
 # a trailing comment), Phonetisaurus (a tab).
@@ -44,8 +46,8 @@ def write(path, lines, opener=open):
     return path
 
 
-def texts(dataset, key="source"):
-    return [t.decode() for t in dataset.map(lambda e: e[key]).as_numpy_iterator()]
+def texts(pairs, key="source"):
+    return [pair[0 if key == "source" else 1] for pair in pairs]
 
 
 def test_reads_the_cmudict_07b_format_with_stress_kept_or_removed(tmp_path):
@@ -99,7 +101,7 @@ def test_reads_every_tab_separated_pronunciation_of_a_line_as_one_entry(tmp_path
 def test_a_multi_reference_test_file_gives_one_test_example_a_reference(tmp_path, capsys):
     path = write(tmp_path / "words.dict", word_list(600))
     test_path = write(tmp_path / "test.dict", MULTI_REFERENCE)
-    splits = sources.load_splits(f"dict:{path}", test=str(test_path))
+    splits = load_splits(f"dict:{path}", test=str(test_path))
     assert pairs(splits["test"]) == [
         ("aalborg", "AO L B AO R G"),
         ("either", "AY DH ER"),
@@ -172,8 +174,8 @@ def test_builder_configs_keep_or_remove_stress(tmp_path, monkeypatch):
         name = f"cmu_pronouncing_dictionary/{config}"
         builder = tfds.builder(name, data_dir=str(tmp_path / "tfds"))
         builder.download_and_prepare()
-        train = builder.as_dataset(split="train")
-        targets[config] = sorted(texts(train, "target"))
+        train = tfds.as_numpy(builder.as_dataset(split="train"))
+        targets[config] = sorted(example["target"].decode() for example in train)
     assert targets["stress"] == ["AO1 L B AO0 R G", "T AH0 M AA1 T OW2", "T AH0 M EY1 T OW2"]
     assert targets["no_stress"] == ["AO L B AO R G", "T AH M AA T OW", "T AH M EY T OW"]
     assert tfds.builder("cmu_pronouncing_dictionary").builder_config.name == "no_stress"
@@ -200,7 +202,7 @@ def word_list(count):
 
 def test_dict_dataset_splits_by_word_keeping_alternates_together(tmp_path):
     path = write(tmp_path / "words.dict", word_list(600))
-    splits = sources.load_splits(f"dict:{path}", held_out_fraction=0.1)
+    splits = load_splits(f"dict:{path}", held_out_fraction=0.1)
     home = {}
     for name, split in splits.items():
         for word in texts(split):
@@ -208,7 +210,7 @@ def test_dict_dataset_splits_by_word_keeping_alternates_together(tmp_path):
     assert set(home.values()) == {"train", "validation", "test"}
     targets = texts(splits["train"], "target")
     assert all(not any(c.isdigit() for c in target) for target in targets)
-    stressed = sources.load_splits(f"dict:{path}", keep_stress=True)
+    stressed = load_splits(f"dict:{path}", keep_stress=True)
     assert any("ER1" in target for target in texts(stressed["train"], "target"))
 
 
@@ -216,7 +218,7 @@ def test_a_test_file_replaces_the_hash_test_split_and_leaves_training(tmp_path, 
     lines = word_list(600)
     path = write(tmp_path / "train.dict", lines)
     test_path = write(tmp_path / "test.dict", lines[:20] + ["unseen Y UW1"])
-    splits = sources.load_splits(f"dict:{path}", test=str(test_path))
+    splits = load_splits(f"dict:{path}", test=str(test_path))
     test_words = set(texts(splits["test"]))
     assert "unseen" in test_words and len(texts(splits["test"])) == 21
     for name in ("train", "validation"):
@@ -234,7 +236,7 @@ def pairs(dataset):
 
 def test_written_splits_read_back_as_the_same_split(tmp_path, capsys):
     path = write(tmp_path / "words.dict", word_list(600))
-    splits = sources.load_splits(f"dict:{path}")
+    splits = load_splits(f"dict:{path}")
     out = tmp_path / "splits"
     sources.main(["--dataset", f"dict:{path}", "--write-splits", str(out), "--show", "0"])
     printed = capsys.readouterr().out
@@ -245,7 +247,7 @@ def test_written_splits_read_back_as_the_same_split(tmp_path, capsys):
     # Training and validation in one file, the test file as --test: the same three splits.
     rest = (out / "train.dict").read_text() + (out / "validation.dict").read_text()
     (tmp_path / "rest.dict").write_text(rest)
-    again = sources.load_splits(f"dict:{tmp_path / 'rest.dict'}", test=str(out / "test.dict"))
+    again = load_splits(f"dict:{tmp_path / 'rest.dict'}", test=str(out / "test.dict"))
     for name in splits:
         assert pairs(again[name]) == pairs(splits[name]), name
 
@@ -262,46 +264,44 @@ def test_write_splits_refuses_what_would_not_read_back_and_other_datasets(tmp_pa
 
 def test_a_test_file_for_a_tfds_pronunciation_dataset_and_a_tsv(tmp_path, monkeypatch):
     path = write(tmp_path / "cmudict.dict.xz", word_list(300), lzma.open)
-    monkeypatch.setattr(pronouncing_dictionary, "DICTIONARY", str(path))
-    monkeypatch.setattr(pronouncing_dictionary, "check_dictionary", lambda: None)
+    monkeypatch.setattr(pronunciations, "DICTIONARY", str(path))
+    monkeypatch.setattr(pronunciations, "check_dictionary", lambda: None)
     test_path = write(tmp_path / "test.dict", word_list(5))
-    splits = sources.load_splits(
-        "cmu_pronouncing_dictionary", data_dir=str(tmp_path / "tfds"), test=str(test_path)
-    )
+    splits = load_splits("cmu_pronouncing_dictionary", test=str(test_path))
     test_words = set(texts(splits["test"]))
     assert len(test_words) == 5
     assert not test_words & (set(texts(splits["train"])) | set(texts(splits["validation"])))
     pairs = [f"English {i}.\tAutre {i} ." for i in range(400)]
     tsv = write(tmp_path / "pairs.txt", pairs)
     tsv_test = write(tmp_path / "test.txt", pairs[:3])
-    splits = sources.load_splits(f"tsv:{tsv}", test=str(tsv_test))
+    splits = load_splits(f"tsv:{tsv}", test=str(tsv_test))
     assert texts(splits["test"]) == ["Autre 0 .", "Autre 1 .", "Autre 2 ."]
 
 
 def test_a_test_file_needs_a_file_dataset(tmp_path):
     test_path = write(tmp_path / "test.dict", SPHINX)
     with pytest.raises(ValueError, match="Expected --test with a tsv:PATH, dict:PATH"):
-        sources.load_splits("date_normalization/small", test=str(test_path))
+        load_splits("date_normalization/small", test=str(test_path))
 
 
 def test_source_keys_fold_case_and_space():
-    keys = splitting.source_key(tf.constant(["Tomato", " tomato ", "TO  MATO"])).numpy()
-    assert keys.tolist() == [b"tomato", b"tomato", b"to mato"]
+    keys = [source_key(text) for text in ["Tomato", " tomato ", "TO  MATO"]]
+    assert keys == ["tomato", "tomato", "to mato"]
 
 
 def test_is_pronunciation():
-    assert sources.is_pronunciation("dict:x.dict")
-    assert sources.is_pronunciation("cmu_pronouncing_dictionary/stress")
-    assert not sources.is_pronunciation("tsv:x.txt")
-    assert not sources.is_pronunciation("date_normalization")
+    assert is_pronunciation("dict:x.dict")
+    assert is_pronunciation("cmu_pronouncing_dictionary/stress")
+    assert not is_pronunciation("tsv:x.txt")
+    assert not is_pronunciation("date_normalization")
 
 
 def test_join_words_is_for_pronunciations_only(tmp_path):
     tsv = write(tmp_path / "pairs.txt", [f"English {i}.\tAutre {i} ." for i in range(400)])
     with pytest.raises(ValueError, match="Expected --join-words with a pronunciation dataset"):
-        sources.load_splits(f"tsv:{tsv}", join_words=2)
+        load_splits(f"tsv:{tsv}", join_words=2)
     path = write(tmp_path / "words.dict", word_list(600))
-    splits = sources.load_splits(f"dict:{path}", join_words=3)
+    splits = load_splits(f"dict:{path}", join_words=3)
     sizes = {len(source.split()) for source in texts(splits["train"])}
     assert sizes == {1, 2, 3}
     assert {len(source.split()) for source in texts(splits["test"])} == {1}  # test: one word

@@ -1,25 +1,26 @@
-"""Loading parallel text (TFDS catalogue, TSV, TranslateFolder), vocabularies, batches."""
+"""Loading parallel text (TFDS catalogue, TSV, TranslateFolder, dates) into lists of pairs."""
 
 import pathlib
 import zipfile
 
 import pytest
 
-tf = pytest.importorskip("tensorflow")
+tf = pytest.importorskip("tensorflow")  # the mocked TFDS catalogue
 tfds = pytest.importorskip("tensorflow_datasets")
 
 import tiny  # noqa: E402
 
 from examples.nmt.data import sources  # noqa: E402
 from examples.nmt.data import tsv  # noqa: E402
-from examples.nmt.text import normalization  # noqa: E402
+from examples.nmt.host.splits import load_splits  # noqa: E402
+from examples.nmt.host.text import source_key  # noqa: E402
 
 FRA_ENG = tiny.ROOT.parent / "shared" / "data" / "fra-eng.zip"
 LINES = ["Go.\tVa !", "Run!\tCours !\tCC-BY 2.0 (France) Attribution", "", "Who?\tQui ?"]
 
 
-def texts(dataset: tf.data.Dataset, key: str = "source") -> list[str]:
-    return [t.decode() for t in dataset.map(lambda ex: ex[key]).as_numpy_iterator()]
+def texts(pairs: list, key: str = "source") -> list[str]:
+    return [pair[0 if key == "source" else 1] for pair in pairs]
 
 
 def write_tsv(path: pathlib.Path, lines: list[str]) -> pathlib.Path:
@@ -73,9 +74,7 @@ def test_tsv_splits_by_source_hash_keeping_duplicates_together(tmp_path):
     lines = [
         f"English {i % 150}.\t{'Phrase' if i % 2 else 'PHRASE'}  {i % 150} ." for i in range(1200)
     ]
-    splits = sources.load_splits(
-        f"tsv:{write_tsv(tmp_path / 'dups.txt', lines)}", held_out_fraction=0.2
-    )
+    splits = load_splits(f"tsv:{write_tsv(tmp_path / 'dups.txt', lines)}", held_out_fraction=0.2)
     assert set(splits) == {"train", "validation", "test"}
     home = {}
     for name, split in splits.items():
@@ -88,10 +87,10 @@ def test_tsv_splits_by_source_hash_keeping_duplicates_together(tmp_path):
 
 def test_tsv_direction_defaults_to_other_to_english(tmp_path):
     path = write_tsv(tmp_path / "pairs.txt", [f"Hello {i}.\tBonjour {i}." for i in range(50)])
-    splits = sources.load_splits(f"tsv:{path}")
-    pairs = [(ex["source"], ex["target"]) for ex in splits["train"].take(1).as_numpy_iterator()]
-    assert pairs[0][0].startswith(b"Bonjour") and pairs[0][1].startswith(b"Hello")
-    reverse = sources.load_splits(f"tsv:{path}", source_lang="en", max_examples=3)
+    splits = load_splits(f"tsv:{path}")
+    source, target = splits["train"][0]
+    assert source.startswith("Bonjour") and target.startswith("Hello")
+    reverse = load_splits(f"tsv:{path}", source_lang="en", max_examples=3)
     assert all(source.startswith("Hello") for source in texts(reverse["train"]))
     assert len(texts(reverse["train"])) == 3
 
@@ -107,7 +106,7 @@ def test_main_prints_examples(tmp_path, capsys):
 @pytest.mark.skipif(not FRA_ENG.exists(), reason="needs shared/data/fra-eng.zip")
 def test_real_tatoeba_file_loads():
     assert sum(1 for _ in tsv.read_pairs(FRA_ENG)) == 142_787
-    splits = sources.load_splits(f"tsv:{FRA_ENG}", max_examples=2000)
+    splits = load_splits(f"tsv:{FRA_ENG}", max_examples=2000)
     seen = {name: set(texts(split)) for name, split in splits.items()}
     assert all(len(s) > 1500 for s in seen.values())
     assert not seen["train"] & seen["test"] and not seen["validation"] & seen["test"]
@@ -122,14 +121,14 @@ def test_translate_folder_layout(tmp_path):
         (tmp_path / f"fr.{split}.txt").write_text(
             "".join(f"{split} bonjour {i}\n" for i in range(n))
         )
-    splits = sources.load_splits(f"folder:{tmp_path}", source_lang="fr", held_out_fraction=0.2)
+    splits = load_splits(f"folder:{tmp_path}", source_lang="fr", held_out_fraction=0.2)
     assert all(s.startswith("test bonjour") for s in texts(splits["test"]))
     assert all(t.startswith("test hello") for t in texts(splits["test"], "target"))
     carved = texts(splits["validation"])
     assert carved and not set(carved) & set(texts(splits["train"]))
     assert len(carved) + len(texts(splits["train"])) == 40
     with pytest.raises(ValueError, match="--source-lang"):
-        sources.load_splits(f"folder:{tmp_path}")
+        load_splits(f"folder:{tmp_path}")
 
 
 def scripted_as_dataset(self, split, **kwargs):
@@ -150,8 +149,8 @@ def mock_catalogue(tmp_path, name, split_names):
 
 def test_catalogue_dataset_uses_supervised_keys(tmp_path):
     with mock_catalogue(tmp_path, "ted_hrlr_translate/pt_to_en", ["train", "validation", "test"]):
-        splits = sources.load_splits("ted_hrlr_translate/pt_to_en")
-        reverse = sources.load_splits("ted_hrlr_translate/pt_to_en", source_lang="en")
+        splits = load_splits("ted_hrlr_translate/pt_to_en")
+        reverse = load_splits("ted_hrlr_translate/pt_to_en", source_lang="en")
     assert texts(splits["validation"])[0] == "pt validation 0"
     assert texts(splits["validation"], "target")[0] == "en validation 0"
     assert texts(reverse["test"])[0] == "en test 0"
@@ -160,7 +159,7 @@ def test_catalogue_dataset_uses_supervised_keys(tmp_path):
 
 def test_catalogue_dataset_without_held_out_splits_is_carved(tmp_path):
     with mock_catalogue(tmp_path, "para_crawl/enfr", ["train"]):
-        splits = sources.load_splits("para_crawl/enfr", held_out_fraction=0.2)
+        splits = load_splits("para_crawl/enfr", held_out_fraction=0.2)
     sets = {name: set(texts(split)) for name, split in splits.items()}
     assert sets["validation"] and sets["test"]
     assert not sets["train"] & sets["validation"] and not sets["train"] & sets["test"]
@@ -170,7 +169,7 @@ def test_catalogue_dataset_without_held_out_splits_is_carved(tmp_path):
 def test_catalogue_dataset_with_default_mock_data(tmp_path):
     tiny.write_tfds_metadata(tmp_path, "wmt14_translate/de-en", ["train", "validation", "test"])
     with tfds.testing.mock_data(num_examples=4, data_dir=str(tmp_path)):
-        splits = sources.load_splits("wmt14_translate/de-en", max_examples=3)
+        splits = load_splits("wmt14_translate/de-en", max_examples=3)
     assert {name: len(texts(split)) for name, split in splits.items()} == {
         "train": 3,
         "validation": 3,
@@ -193,12 +192,23 @@ def test_language_pair():
             sources.language_pair(*bad)
 
 
-def test_date_normalization_loads_with_alignments(date_data_dir):
-    splits = sources.load_splits("date_normalization/small", data_dir=str(date_data_dir))
-    example = next(splits["test"].as_numpy_iterator())
-    assert set(example) == {"source", "target", "alignment"}
-    assert example["alignment"].shape[1] == 2
-    assert len(example["target"]) == 10  # "1998-05-09"
+def test_date_normalization_is_generated_with_alignments():
+    splits = load_splits("date_normalization/small")
+    assert {name: len(pairs) for name, pairs in splits.items()} == {
+        "train": 2000,
+        "validation": 200,
+        "test": 200,
+    }
+    source, target = splits["test"][0]
+    links = splits["test"][0].alignment
+    assert links.dtype == "int32" and links.ndim == 2 and links.shape[1] == 2
+    assert len(target) == 10 and target[4] == target[7] == "-"  # "1998-05-09"
+    # Every target character but the two dashes is linked to a source token.
+    assert sorted(set(links[:, 0].tolist())) == [0, 1, 2, 3, 5, 6, 8, 9]
+    assert links[:, 1].max() < len(source.split()) * 4  # indices into the source's tokens
+    assert not {s for s, _ in splits["test"]} & {s for s, _ in splits["train"]}
+    with pytest.raises(ValueError, match="CONFIG in"):
+        load_splits("date_normalization/huge")
 
 
 # --- Vocabularies and batches ----------------------------------------------
@@ -214,14 +224,10 @@ def test_tsv_test_sources_are_unseen_in_training_after_normalization(tmp_path):
         lines += [f"Reference {i}.{k}\t{text}" for k, text in enumerate(variants)]
     path = tmp_path / "pairs.txt"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    splits = sources.load_splits(f"tsv:{path}", held_out_fraction=0.1)
+    splits = load_splits(f"tsv:{path}", held_out_fraction=0.1)
 
     def keys(name):
-        batches = splits[name].map(lambda e: e["source"]).batch(2048)
-        normalized = [
-            tf.strings.lower(normalization.normalize(b), encoding="utf-8").numpy() for b in batches
-        ]
-        return {b" ".join(text.split()) for batch in normalized for text in batch}
+        return {source_key(source) for source, _ in splits[name]}
 
     test, train, validation = keys("test"), keys("train"), keys("validation")
     assert len(test) > 5 and len(validation) > 5

@@ -1,4 +1,5 @@
-"""The host pipeline's splits, batches and translator steps against the TensorFlow pipeline's."""
+"""The input pipeline's splits, batches and gold alignments; its translator text steps
+against the SavedModel's TensorFlow ones."""
 
 import random
 from types import SimpleNamespace
@@ -13,21 +14,14 @@ pytest.importorskip("tensorflow_text")
 
 import tiny  # noqa: E402
 
+from examples.nmt import evaluation  # noqa: E402
 from examples.nmt import translator  # noqa: E402
-from examples.nmt.data import batching  # noqa: E402
 from examples.nmt.data import pronunciations  # noqa: E402
-from examples.nmt.data import sources  # noqa: E402
-from examples.nmt.data import splitting  # noqa: E402
-from examples.nmt.data import statistics  # noqa: E402
 from examples.nmt.host import batches  # noqa: E402
 from examples.nmt.host import splits  # noqa: E402
 from examples.nmt.host import translation  # noqa: E402
 from examples.nmt.host import vocabularies as host_vocabularies  # noqa: E402
 from examples.nmt.text import vocabularies as tf_vocabularies  # noqa: E402
-
-
-def pairs_of(split) -> list[tuple[str, str]]:
-    return [(e["source"].decode(), e["target"].decode()) for e in split.as_numpy_iterator()]
 
 
 def write_dictionary(path, count=300):
@@ -50,27 +44,15 @@ def write_tsv(path, count=400):
     return path
 
 
-@pytest.mark.parametrize("kind", ["dict", "tsv"])
-def test_file_splits_are_the_same_examples_in_the_same_order(kind, tmp_path):
-    path = (write_dictionary if kind == "dict" else write_tsv)(tmp_path / f"data.{kind}")
-    options = dict(max_examples=1000)
-    if kind == "dict":
-        test = write_dictionary(tmp_path / "test.dict", 40)
-        options.update(test=str(test), join_words=2)
-    ours = splits.load_splits(f"{kind}:{path}", **options)
-    theirs = sources.load_splits(f"{kind}:{path}", **options)
-    for name in ("train", "validation", "test"):
-        assert ours[name] == pairs_of(theirs[name]), name
-        assert ours[name], name
-
-
 def test_the_bundled_dictionary_splits_are_tensorflows_hash_split():
     """Every word of the bundled CMUdict lands in the split TensorFlow's hash puts it in."""
     ours = splits.load_splits("cmu_pronouncing_dictionary")
     entries = list(pronunciations.read_pronunciations(pronunciations.DICTIONARY))
     assert sum(len(split) for split in ours.values()) == len(entries)
     words = sorted({word for word, _ in entries})
-    buckets = dict(zip(words, splitting.hash_bucket(tf.constant(words)).numpy().tolist()))
+    keys = tf.strings.strip(tf.strings.lower(tf.constant(words), encoding="utf-8"))
+    buckets = tf.strings.to_hash_bucket_fast(keys, 10_000).numpy().tolist()
+    buckets = dict(zip(words, buckets))
     for name, (low, high) in {"validation": (0, 500), "test": (500, 1000)}.items():
         assert all(low <= buckets[word] < high for word, _ in ours[name]), name
     assert all(buckets[word] >= 1000 for word, _ in ours["train"])
@@ -93,7 +75,7 @@ def random_pairs(seed, count, longest):
     ]
 
 
-def test_batches_follow_the_tf_data_rules_and_each_pass_its_seed():
+def test_batches_hold_every_example_once_a_pass_and_each_pass_its_seed():
     vocabularies = token_vocabularies()
     pairs = random_pairs(0, 100, 20)
     stream = batches.make_batches(pairs, vocabularies, 8, training=True, max_length=12, passes=3)
@@ -120,21 +102,12 @@ def test_batches_follow_the_tf_data_rules_and_each_pass_its_seed():
     count, prior = batches.count_and_prior(first, len(tiny.TOKENS))
     assert count == len(one)
     np.testing.assert_allclose(prior, batches.target_log_prior(one, len(tiny.TOKENS)))
-    expected = [
-        tuple(np.trim_zeros(x).tolist() for x in (s, ti, to))
-        for (s, ti), to in batching.make_batches(
-            tf.data.Dataset.from_tensor_slices(
-                {"source": [p[0] for p in pairs], "target": [p[1] for p in pairs]}
-            ),
-            tf_vocabularies.Vocabularies(
-                *(tf_vocabularies.KINDS["words"](tiny.TOKENS) for _ in "st")
-            ),
-            8,
-            max_length=12,
-        )
-        .unbatch()
-        .as_numpy_iterator()
-    ]
+    ids = {token: index for index, token in enumerate(tiny.TOKENS)}
+    expected = []  # each pair by hand: source cut at 12, [START] + target, target + [END]
+    for source, target in pairs:
+        source_ids = [ids[word] for word in source.split()][:12]
+        target_ids = [ids[word] for word in target.split()][:11]
+        expected.append((source_ids, [2, *target_ids], [*target_ids, 3]))
     seen = []
     for index in range(len(one)):
         (source, target_in), target_out = one[index]
@@ -157,13 +130,13 @@ def test_batches_follow_the_tf_data_rules_and_each_pass_its_seed():
             and source.shape[1] % 8 == 0
             and target_in.shape == target_out.shape
         )
-    prior = statistics.target_log_prior(
-        tf.data.Dataset.from_tensors(
-            ((0, 0), tf.ragged.constant([e[2] for e in expected]).to_tensor())
-        ),
-        len(tiny.TOKENS),
+    counts = 1 + np.bincount(  # add-one smoothing; the padding id 0 is no target token
+        [token for _, _, target_out in expected for token in target_out],
+        minlength=len(tiny.TOKENS),
     )
-    np.testing.assert_allclose(batches.target_log_prior(one, len(tiny.TOKENS)), prior, rtol=1e-6)
+    np.testing.assert_allclose(
+        batches.target_log_prior(one, len(tiny.TOKENS)), np.log(counts / counts.sum()), rtol=1e-6
+    )
 
 
 def test_each_process_feeds_its_rows_of_every_padded_batch():
@@ -253,27 +226,14 @@ def _bucket(boundaries, source, target_in):
 
 
 @pytest.mark.parametrize("step", [2.0, 1.1])
-def test_every_batch_holds_one_bucket_in_both_pipelines(step):
+def test_every_batch_holds_one_bucket(step):
     vocabularies = token_vocabularies()
     pairs = random_pairs(3, 400, 40)
     boundaries = batches.bucket_boundaries(48, step)
     host = batches.make_batches(
         pairs, vocabularies, 8, training=True, max_length=48, bucket_step=step
     )
-    graph = batching.make_batches(
-        tf.data.Dataset.from_tensor_slices(
-            {"source": [p[0] for p in pairs], "target": [p[1] for p in pairs]}
-        ),
-        tf_vocabularies.Vocabularies(*(tf_vocabularies.KINDS["words"](tiny.TOKENS) for _ in "st")),
-        8,
-        training=True,
-        max_length=48,
-        bucket_step=step,
-    )
-    for batch_list in (
-        [host[index] for index in range(len(host))],
-        list(graph.as_numpy_iterator()),
-    ):
+    for batch_list in ([host[index] for index in range(len(host))],):
         rows = 0
         for (source, target_in), _ in batch_list:
             assert len({_bucket(boundaries, *row) for row in zip(source, target_in)}) == 1
@@ -307,10 +267,10 @@ def test_finer_buckets_pad_less():
 
 
 @pytest.mark.parametrize("step", [2.0, 1.1])
-def test_bucketed_evaluation_batches_are_alike_in_both_pipelines_and_pad_less(step):
+def test_bucketed_evaluation_batches_hold_one_bucket_each_and_pad_less(step):
     """make_batches(bucketed=True) without training: each batch one bucket, every
-    example once, in the same batches on both pipelines (no shuffle), and less
-    padding than batches of the examples in their order."""
+    example once, in the same order every time (no shuffle), and less padding
+    than batches of the examples in their order."""
     vocabularies = token_vocabularies()
     rng, words = random.Random(5), tiny.TOKENS[4:]
     lengths = [
@@ -321,25 +281,16 @@ def test_bucketed_evaluation_batches_are_alike_in_both_pipelines_and_pad_less(st
     host = batches.make_batches(
         pairs, vocabularies, 16, max_length=48, bucket_step=step, bucketed=True
     )
-    graph = batching.make_batches(
-        tf.data.Dataset.from_tensor_slices(
-            {"source": [p[0] for p in pairs], "target": [p[1] for p in pairs]}
-        ),
-        tf_vocabularies.Vocabularies(*(tf_vocabularies.KINDS["words"](tiny.TOKENS) for _ in "st")),
-        16,
-        max_length=48,
-        bucket_step=step,
-        bucketed=True,
+    again = batches.make_batches(
+        pairs, vocabularies, 16, max_length=48, bucket_step=step, bucketed=True
     )
     host_batches = [host[index] for index in range(len(host))]
-    graph_batches = list(graph.as_numpy_iterator())
-    assert len(host_batches) == len(graph_batches)
-    for ((source, target_in), target_out), ((g_source, g_in), g_out) in zip(
-        host_batches, graph_batches
-    ):
-        np.testing.assert_array_equal(source, g_source)
-        np.testing.assert_array_equal(target_in, g_in)
-        np.testing.assert_array_equal(target_out, g_out)
+    assert len(again) == len(host_batches)
+    for index, ((source, target_in), target_out) in enumerate(host_batches):
+        (a_source, a_in), a_out = again[index]
+        np.testing.assert_array_equal(source, a_source)
+        np.testing.assert_array_equal(target_in, a_in)
+        np.testing.assert_array_equal(target_out, a_out)
         assert len({_bucket(boundaries, *row) for row in zip(source, target_in)}) == 1
     rows = sorted(
         tuple(np.trim_zeros(row, "b")) for (source, _), _ in host_batches for row in source
@@ -353,3 +304,27 @@ def test_bucketed_evaluation_batches_are_alike_in_both_pipelines_and_pad_less(st
     real = sum(len(s) + len(t) for s, t, _ in encoded)
     in_order = batches.make_batches(pairs, vocabularies, 16, max_length=48)
     assert padded(host) - real < (padded(in_order) - real) / 2
+
+
+def test_gold_alignments_ride_in_the_evaluation_batches():
+    """Date pairs carry their links; the evaluation batches turn them into 0/1 matrices
+    over the output tokens and the source tokens, cut as the sources and outputs are."""
+    vocabularies = host_vocabularies.Vocabularies(
+        host_vocabularies.TokenVocabulary((*tiny.TOKENS[:4], "may", "9", "1998")),
+        host_vocabularies.TokenVocabulary((*tiny.TOKENS[:4], *"0123456789-"), "letters"),
+    )
+    links = [(0, 2), (1, 2), (2, 2), (3, 2), (5, 0), (6, 0), (8, 1), (9, 1)]
+    pair = splits.AlignedPair("may 9 1998", "1998-05-09", np.array(links))
+    assert pair == ("may 9 1998", "1998-05-09") and pair[0] == "may 9 1998"
+    (batch,) = evaluation.text_batches([pair], vocabularies, 8, 64, with_alignment=True)
+    expected = np.zeros((1, 11, 3), "float32")  # 10 characters and [END], 3 words
+    for target_index, source_index in links:
+        expected[0, target_index, source_index] = 1.0
+    np.testing.assert_array_equal(batch["alignment"], expected)
+    assert batch["source"] == ["may 9 1998"] and batch["target"] == ["1998-05-09"]
+    cut = evaluation.gold_alignments([pair], vocabularies, max_length=2)
+    # Two source words and one target character (+ [END]) are kept: only (0, 0)-(1, 1) links.
+    np.testing.assert_array_equal(cut, np.zeros((1, 2, 2), "float32"))
+    dates = splits.load_splits("date_normalization/small", max_examples=4)
+    (plain,) = evaluation.text_batches(dates["test"], vocabularies, 8, 64, with_alignment=False)
+    assert "alignment" not in plain and len(plain["source"]) == 4

@@ -15,10 +15,10 @@ pytestmark = pytest.mark.backend_independent
 tf = pytest.importorskip("tensorflow")
 pytest.importorskip("tensorflow_text")
 
-from examples.nmt.data import splitting  # noqa: E402
 from examples.nmt.host import text  # noqa: E402
 from examples.nmt.host import vocabularies as host_vocabularies  # noqa: E402
 from examples.nmt.host.fingerprint import fingerprint64  # noqa: E402
+from examples.nmt.text import normalization  # noqa: E402
 from examples.nmt.text import vocabularies as tf_vocabularies  # noqa: E402
 from examples.nmt.text import words as tf_words  # noqa: E402
 
@@ -45,11 +45,15 @@ def test_fingerprint64_is_tensorflows_hash_at_every_length():
         assert [fingerprint64(s) % buckets for s in strings] == expected.tolist()
 
 
-def test_source_key_and_hash_bucket_are_the_splits():
+def test_source_key_and_hash_bucket_are_tensorflows():
+    """The splits' key and bucket are those the former tf.data pipeline computed with
+    TensorFlow ops (NFKC, lower-casing, space folding; ``to_hash_bucket_fast``), so
+    every run's splits hold the same examples as before."""
     strings = random_strings(300) + ["  Hello\u3000World\v", "ΟΔΟΣ", "ﬁne  Day"]
-    keys = splitting.source_key(tf.constant(strings)).numpy()
-    assert [text.source_key(s).encode() for s in strings] == keys.tolist()
-    buckets = splitting.hash_bucket(tf.constant(strings)).numpy()
+    lowered = tf.strings.lower(normalization.normalize(tf.constant(strings)), encoding="utf-8")
+    keys = tf.strings.strip(tf.strings.regex_replace(lowered, r"\s+", " "))
+    assert [text.source_key(s).encode() for s in strings] == keys.numpy().tolist()
+    buckets = tf.strings.to_hash_bucket_fast(keys, text.HASH_BUCKETS).numpy()
     assert [text.hash_bucket(s) for s in strings] == buckets.tolist()
 
 

@@ -19,8 +19,8 @@ tf = pytest.importorskip("tensorflow")  # tiny's vocabularies; RunCheckpoint run
 
 import tiny  # noqa: E402
 
-from examples.nmt import runs  # noqa: E402
 from examples.common import checkpointing  # noqa: E402
+from examples.nmt import runs  # noqa: E402
 
 ROOT = tiny.ROOT
 

@@ -178,54 +178,6 @@ def test_two_processes_train_to_the_weights_of_one_and_the_chief_writes(
         np.testing.assert_allclose(got, want, atol=TOLERANCE, rtol=0)
 
 
-def test_two_processes_on_the_numpy_pipeline_train_to_the_weights_of_one(tmp_path):
-    """Without TensorFlow (a JAX-only GPU image): each process feeds its rows of a
-    ``keras.utils.PyDataset`` batch, as it does of a ``tf.data`` one."""
-    digits = [[int(digit) for digit in f"{i:03o}"] for i in range(80)]
-    dictionary = tmp_path / "words.dict"
-    dictionary.write_text(  # a word of three letters, a phoneme a letter
-        "".join(
-            f"{''.join('abcdefgh'[d] for d in w)} {' '.join('PQRSTUVW'[d] for d in w)}\n"
-            for w in digits
-        )
-    )
-    numpy_pipeline = {"NMT_INPUT_PIPELINE": "numpy"}
-
-    def argv(out, *extra):
-        return tiny.tiny_args(out, *RUN, *NO_EVALUATE, *extra, dataset=f"dict:{dictionary}")
-
-    one = run_python(SCRIPT, json.dumps(argv(tmp_path / "one")), env_extra=numpy_pipeline)
-    port = free_port()
-    processes = [
-        run_python(
-            SCRIPT,
-            json.dumps(
-                argv(
-                    tmp_path / f"run_{index}",
-                    "--strategy",
-                    "data",
-                    "--coordinator",
-                    f"localhost:{port}",
-                    "--num-processes",
-                    "2",
-                    "--process-id",
-                    str(index),
-                )  # fmt: skip
-            ),
-            env_extra={**ONE_DEVICE, **numpy_pipeline},
-        )
-        for index in range(2)
-    ]
-    finish(one)
-    outputs = [finish(process) for process in processes]
-    assert "2 replicas in 2 processes" in outputs[0]
-    assert not (tmp_path / "run_1").exists()
-    expected, found = weights(tmp_path / "one"), weights(tmp_path / "run_0")
-    assert len(found) == len(expected)
-    for want, got in zip(expected, found):
-        np.testing.assert_allclose(got, want, atol=TOLERANCE, rtol=0)
-
-
 KILLED = """
 import json, os, sys
 import keras
