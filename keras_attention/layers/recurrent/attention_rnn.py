@@ -85,7 +85,9 @@ class AttentionRNN(keras.layers.RNN):
         # With two tensor arguments Keras fills `sequences_mask` and
         # `memory_mask` from their Keras masks, never `mask`.
         mask = mask if sequences_mask is None else sequences_mask
-        states = self.cell.initial_state(memory, value_mask=memory_mask, cell_state=initial_state)
+        states = self.cell._initial_state(  # noqa: SLF001
+            memory, None, memory_mask, initial_state, names=("memory", "memory", "memory_mask")
+        )
         # Random draws of every step made here, outside the loop (JAX cannot
         # draw inside it): they ride in the step inputs.
         sequences = self.cell.append_step_noise(sequences, memory, training)
