@@ -291,6 +291,11 @@ def _check_mask(owner: str, name: str, mask, expected: tuple):
         call_fail(
             owner, name, "a boolean mask (True = may attend) or 0/1 integers", f"dtype {dtype}"
         )
+    mask_shape(owner, name, mask, expected)
+
+
+def mask_shape(owner: str, name: str, mask, expected: tuple):
+    """A mask of `expected` shape (None: any size; 1 broadcasts), or the call's ValueError."""
     shape = tuple(mask.shape)
     if len(shape) != len(expected) or any(
         static(got) is not None and want is not None and got not in (want, 1)

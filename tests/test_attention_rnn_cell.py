@@ -184,8 +184,8 @@ def test_bad_arguments():
         keras.layers.RNN(cell)(np.zeros((1, 2, 3), "float32"))
     with pytest.raises(TypeError, match="AttentionRNNCell"):
         AttentionRNN(keras.layers.GRUCell(4))
-    with pytest.raises(ValueError, match="return_state"):
-        AttentionRNN(cell, return_state=True)
+    with pytest.raises(TypeError, match="`return_state` must be True or False"):
+        AttentionRNN(cell, return_state="yes")
 
 
 @pytest.mark.parametrize(

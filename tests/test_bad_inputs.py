@@ -434,6 +434,42 @@ def test_attention_rnn_rejects_a_plain_cell():
         AttentionRNN(keras.layers.GRUCell(4))
 
 
+def _two_attentions():
+    return AttentionRNNCell(keras.layers.GRUCell(4), [BahdanauAttention(4), BahdanauAttention(4)])
+
+
+def test_attention_rnn_names_its_memory_when_the_memories_do_not_match_the_attentions(rng):
+    memory = rng.normal(size=(2, 7, 6)).astype("float32")
+    targets = rng.normal(size=(2, 3, 5)).astype("float32")
+    with pytest.raises(ValueError) as info:
+        AttentionRNN(_two_attentions())(targets, [memory] * 3)
+    message = _message(info, "AttentionRNN", "memory", "3 entries")
+    assert "one entry per attention (2)" in message and "`value`" not in message
+    with pytest.raises(ValueError) as info:  # the cell's own method keeps its own names
+        _two_attentions().initial_state([memory] * 3)
+    _message(info, "AttentionRNNCell", "value", "3 entries")
+
+
+def test_attention_rnn_names_its_memory_mask(rng):
+    memory = rng.normal(size=(2, 7, 6)).astype("float32")
+    targets = rng.normal(size=(2, 3, 5)).astype("float32")
+    mask = np.ones((2, 7), bool)
+    with pytest.raises(ValueError) as info:
+        AttentionRNN(_two_attentions())(targets, [memory] * 2, memory_mask=[mask] * 3)
+    message = _message(info, "AttentionRNN", "memory_mask", "3 entries")
+    assert "value_mask" not in message
+    with pytest.raises(ValueError) as info:  # a mask of another length than its memory
+        AttentionRNN(_two_attentions())(targets, [memory] * 2, memory_mask=[mask, mask[:, :6]])
+    message = _message(info, "AttentionRNN", "memory_mask[1]", "(2, 7)", "(2, 6)")
+    cell = AttentionRNNCell(keras.layers.GRUCell(4), BahdanauAttention(4))
+    with pytest.raises(ValueError) as info:  # one memory: a mask (B, Tv, 1)
+        AttentionRNN(cell)(targets, memory, memory_mask=mask[..., None])
+    _message(info, "AttentionRNN", "memory_mask", "(2, 7)", "(2, 7, 1)")
+    with pytest.raises(ValueError) as info:
+        cell.initial_state(memory, value_mask=mask[:, :6])
+    _message(info, "AttentionRNNCell", "value_mask", "(2, 7)", "(2, 6)")
+
+
 NUMPY_SIZES = [
     ("units", lambda n: BahdanauAttention(n)),
     ("units", lambda n: LuongAttention("concat", units=n)),

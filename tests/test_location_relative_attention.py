@@ -230,10 +230,10 @@ def test_gmm_state_of_size_k_in_the_cell_and_the_search_helpers(rng):
     np.testing.assert_allclose(
         to_numpy(reordered[-1]), to_numpy(new_states[-1])[[1, 1, 0, 0]], atol=1e-5
     )
-    # An unknown memory length declares 1 for the weights, never for the means.
+    # An unknown memory length leaves the weights' size unknown (None), never the means'.
     symbolic = AttentionRNNCell(keras.layers.GRUCell(DQ), GMMAttention(num_mixtures=3, units=5))
     symbolic.initial_state(keras.Input((None, DV)))
-    assert symbolic.state_size[-2:] == [1, 3]
+    assert symbolic.state_size[-2:] == [None, 3]
 
 
 # ------------------------------------------------------------------ DCA

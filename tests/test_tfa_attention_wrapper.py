@@ -48,7 +48,7 @@ def _weight(tag, name):
     return DATA[f"{tag}/{name}"]
 
 
-def _cell(tag):
+def _cell(tag, return_attention_weights=True):
     """The cell of case `tag` with TFA's weights, and its memory and masks."""
     case = GENERATOR.CASES[tag]
     attentions = [_attention(kind) for kind in case["mechanisms"]]
@@ -59,7 +59,8 @@ def _cell(tag):
     rnn = {"gru": keras.layers.GRUCell, "lstm": keras.layers.LSTMCell}[case["rnn"]]
     cell = AttentionRNNCell(
         rnn(GENERATOR.UNITS), attentions[0] if single else attentions,
-        attention_layer_size=case.get("attention_layer_size"), return_attention_weights=True,
+        attention_layer_size=case.get("attention_layer_size"),
+        return_attention_weights=return_attention_weights,
         cell_input_fn=case.get("cell_input_fn", "concat"),
         output_attention=case.get("output_attention", True), attention_layer=layers,
         attention_activation=None,  # TFA's attention layer is linear
@@ -133,3 +134,63 @@ def test_attention_rnn_over_two_memories_matches_tfa():
     np.testing.assert_allclose(to_numpy(outputs)[..., : expected.shape[-1]], expected, atol=1e-5)
     history = to_numpy(cell.alignment_history(outputs)[1])
     np.testing.assert_allclose(history, _weight(tag, "alignments_1"), atol=1e-5)
+
+
+def _assert_tfa_final_state(tag, cell, states):
+    """`states` (a flat list) against TFA's final `AttentionWrapperState`."""
+    final = cell.unpack_state(states)
+    np.testing.assert_allclose(to_numpy(final.attention), _weight(tag, "attention"), atol=1e-5)
+    for index, cell_state in enumerate(final.cell_states):
+        expected_state = _weight(tag, f"cell_state/{index}")
+        np.testing.assert_allclose(to_numpy(cell_state), expected_state, atol=1e-5)
+    weights = final.weights if isinstance(final.weights, tuple) else (final.weights,)
+    for index, weights_i in enumerate(weights):  # TFA's state.alignments: the last step's
+        expected_weights = _weight(tag, f"alignments_{index}")[:, -1]
+        np.testing.assert_allclose(to_numpy(weights_i), expected_weights, atol=1e-5)
+
+
+@pytest.mark.parametrize("tag", ["two_linear_cell_output", "one_monotonic"])
+def test_attention_rnn_return_state_is_tfas_final_state(tag):
+    """`return_state=True`: the outputs, then the final state TFA's wrapper ended with."""
+    cell, memory, mask = _cell(tag)
+    outputs, *states = AttentionRNN(cell, return_state=True)(
+        DATA["inputs"], memory, memory_mask=mask
+    )
+    expected = _weight(tag, "outputs")
+    np.testing.assert_allclose(to_numpy(outputs)[..., : expected.shape[-1]], expected, atol=1e-5)
+    _assert_tfa_final_state(tag, cell, states)
+    assert [tuple(s.shape) for s in states] == [(3, size) for size in cell.state_size]
+
+
+def test_keras_rnn_return_state_is_tfas_final_state():
+    """The same final state through a plain `keras.layers.RNN` over `initial_state`."""
+    tag = "two_linear_output_attention"
+    cell, memory, mask = _cell(tag)
+    rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True)
+    outputs, *states = rnn(
+        DATA["inputs"], initial_state=cell.initial_state(memory, value_mask=mask)
+    )
+    _assert_tfa_final_state(tag, cell, states)
+
+
+@pytest.mark.parametrize("length", [7, None])
+def test_attention_rnn_return_state_in_a_functional_model(length):
+    """Symbolic shapes are the cell's `state_size` (None for an unknown length); numbers TFA's."""
+    tag = "one_monotonic"
+    cell, memory, mask = _cell(tag, return_attention_weights=False)  # any memory length
+    inputs = keras.Input((None, DATA["inputs"].shape[-1]))
+    memory_in = keras.Input((length, memory.shape[-1]))
+    mask_in = keras.Input((length,), dtype="bool")
+    outputs, *states = AttentionRNN(cell, return_sequences=False, return_state=True)(
+        inputs, memory_in, memory_mask=mask_in
+    )
+    sizes = cell.state_size  # LSTM: output, h, c, a_t, w, keys, values, mask, alignment
+    assert sizes[:4] == [6, 8, 8, 6]
+    tv = length  # the weights, the mask and the alignment state are Tv; keys Tv * 6, values Tv * 6
+    assert sizes[4:] == [tv, tv and tv * 6, tv and tv * 6, tv, tv]
+    assert [tuple(s.shape) for s in states] == [(None, size) for size in sizes]
+    model = keras.Model([inputs, memory_in, mask_in], [outputs, *states])
+    last, *final = model([DATA["inputs"], memory, to_numpy(mask)])
+    np.testing.assert_allclose(to_numpy(last), _weight(tag, "outputs")[:, -1], atol=1e-5)
+    cell.initial_state(memory, value_mask=mask)  # the eager call's layout, for unpacking
+    _assert_tfa_final_state(tag, cell, final)

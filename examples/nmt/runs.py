@@ -175,7 +175,10 @@ def averaged_weights(directory: str, count: int) -> list[np.ndarray]:
     epoch's.
 
     Raises:
-        RunError: the run keeps fewer than ``count`` epochs.
+        RunError: the run keeps fewer than ``count`` epochs, or one of them
+            holds the weights of another model than the last (another number
+            of arrays, or an array of another shape or dtype): the error
+            names both files and the first weight that differs.
     """
     epochs = kept_epochs(directory)
     if len(epochs) < count:
@@ -188,7 +191,24 @@ def averaged_weights(directory: str, count: int) -> list[np.ndarray]:
             f"--average-checkpoints {count}: {directory} {kept} in {CHECKPOINTS}/; average "
             f"at most {len(epochs)}, or train with --keep-checkpoints {count} or more"
         )
-    last = [read_weights(checkpoint_path(directory, epoch)) for epoch in epochs[-count:]]
+    paths = [checkpoint_path(directory, epoch) for epoch in epochs[-count:]]
+    last = [read_weights(path) for path in paths]
+    specs = [[(a.shape, a.dtype) for a in arrays] for arrays in last]
+    for path, spec in zip(paths, specs):  # each against the last epoch's
+        if spec != specs[-1]:
+            pairs = enumerate(zip(spec, specs[-1]))
+            index = next((i for i, (a, b) in pairs if a != b), min(len(spec), len(specs[-1])))
+            there, here = (
+                f"shape {each[index][0]} {each[index][1]}"
+                if index < len(each)
+                else f"absent (it holds {len(each)} arrays)"
+                for each in (spec, specs[-1])
+            )
+            raise RunError(
+                f"--average-checkpoints {count}: {path} and {os.path.basename(paths[-1])} hold "
+                f"the weights of different models: weight {index} is {there} in the first, "
+                f"{here} in the second"
+            )
     averaged = []
     for arrays in zip(*last):  # one weight, from each of the last epochs
         if np.issubdtype(arrays[-1].dtype, np.floating):

@@ -1,5 +1,6 @@
 import keras
 
+from keras_attention import validation
 from keras_attention.layers.recurrent.attention_rnn_cell import AttentionRNNCell
 
 
@@ -17,8 +18,15 @@ class AttentionRNN(keras.layers.RNN):
     Args:
         cell: an `AttentionRNNCell`.
         return_sequences: return every step's output (default) or the last.
-        **kwargs: other `keras.layers.RNN` arguments, except `return_state`
-            (the state holds the memory; step the cell to read it).
+        return_state: also return the final state, the cell's flat state
+            list after the last step (TFA's final `AttentionWrapperState`):
+            `outputs, *states = layer(...)`, read by name with
+            `cell.unpack_state(states)` (`cell_states`, `attention`,
+            `weights`, ...). It holds the projected memory too, so it can
+            start the next call of the cell. Its shapes are
+            `cell.state_size`'s, `(B, None)` where the memory's length is
+            unknown.
+        **kwargs: other `keras.layers.RNN` arguments.
 
     Call arguments:
         sequences: `(B, T, d_in)` decoder inputs.
@@ -52,15 +60,13 @@ class AttentionRNN(keras.layers.RNN):
     (2, 5, 14)
     """
 
-    def __init__(self, cell, return_sequences=True, **kwargs):
+    def __init__(self, cell, return_sequences=True, return_state=False, **kwargs):
         if not isinstance(cell, AttentionRNNCell):
             raise TypeError(f"AttentionRNN: `cell` must be an AttentionRNNCell. Received: {cell!r}")
-        if kwargs.get("return_state"):
-            raise ValueError(
-                "AttentionRNN: return_state=True is not supported; the state holds "
-                "the memory. Received: return_state=True"
-            )
-        super().__init__(cell, return_sequences=return_sequences, **kwargs)
+        return_state = validation.flag("AttentionRNN", "return_state", return_state)
+        super().__init__(
+            cell, return_sequences=return_sequences, return_state=return_state, **kwargs
+        )
 
     def build(self, sequences_shape, memory_shape=None, initial_state_shape=None):
         if memory_shape is not None:
@@ -70,7 +76,13 @@ class AttentionRNN(keras.layers.RNN):
     def compute_output_shape(self, sequences_shape, memory_shape=None, **kwargs):
         if memory_shape is not None and self.cell._memory_shapes is None:  # noqa: SLF001
             self.cell._build_memory(memory_shape, memory_shape, "memory")  # noqa: SLF001
-        return super().compute_output_shape(sequences_shape)
+        shape = super().compute_output_shape(sequences_shape)
+        if not self.return_state:
+            return shape
+        # keras.layers.RNN sizes the states from the cell's state_size of its
+        # construction, before the memory was known: the cell's own, now.
+        batch = sequences_shape[0]
+        return shape[0], *[(batch, size) for size in self.cell.state_size]
 
     def call(
         self,
@@ -85,7 +97,9 @@ class AttentionRNN(keras.layers.RNN):
         # With two tensor arguments Keras fills `sequences_mask` and
         # `memory_mask` from their Keras masks, never `mask`.
         mask = mask if sequences_mask is None else sequences_mask
-        states = self.cell.initial_state(memory, value_mask=memory_mask, cell_state=initial_state)
+        states = self.cell._initial_state(  # noqa: SLF001
+            memory, None, memory_mask, initial_state, names=("memory", "memory", "memory_mask")
+        )
         # Random draws of every step made here, outside the loop (JAX cannot
         # draw inside it): they ride in the step inputs.
         sequences = self.cell.append_step_noise(sequences, memory, training)

@@ -9,6 +9,9 @@ from keras_attention.layers.recurrent.memory_in_state import MemoryInState
 
 __all__ = ["AttentionRNNCell", "AttentionRNNState"]  # the state, from here as before
 
+# The memory's arguments as `initial_state` names them (`AttentionRNN` passes its own).
+MEMORY_ARGUMENTS = ("value", "key", "value_mask")
+
 
 @keras.saving.register_keras_serializable(package="keras_attention")
 class AttentionRNNCell(MemoryInState, keras.layers.Layer):
@@ -228,14 +231,25 @@ class AttentionRNNCell(MemoryInState, keras.layers.Layer):
         all of them or a list with one per attention (TFA's mechanisms each
         took their own `memory` and `memory_sequence_length`).
         """
+        return self._initial_state(value, key, value_mask, cell_state)
+
+    def _initial_state(self, value, key, value_mask, cell_state, names=MEMORY_ARGUMENTS):
+        """`initial_state`, its errors naming the caller's arguments (`names`: value, key, mask)."""
         count, multiple = len(self._attentions), self._multiple
-        values = options.per_attention(value, count, multiple, "value")
-        keys = options.per_attention(key, count, multiple, "key")
+        values = options.per_attention(value, count, multiple, names[0])
+        keys = options.per_attention(key, count, multiple, names[1])
         keys = [v if k is None else k for v, k in zip(values, keys)]
-        masks = options.per_attention(value_mask, count, multiple, "value_mask")
+        masks = options.per_attention(value_mask, count, multiple, names[2])
+        listed = multiple and isinstance(value_mask, (list, tuple))
+        for index, (v, mask) in enumerate(zip(values, masks)):
+            if mask is not None:  # (B, Tv) or (B, *grid), as its memory
+                where = f"{names[2]}[{index}]" if listed else names[2]
+                expected = tuple(validation.static(d) for d in v.shape[:-1])
+                validation.mask_shape("AttentionRNNCell", where, mask, expected)
         self._build_memory(
             [tuple(v.shape) for v in values] if multiple else tuple(values[0].shape),
             [tuple(k.shape) for k in keys] if multiple else tuple(keys[0].shape),
+            names[0],
         )
         keys, values, masks = zip(*map(self._flat_memory, keys, values, masks))  # grids: (B, N, ·)
         weights, key_features, value_features, value_masks = [], [], [], []

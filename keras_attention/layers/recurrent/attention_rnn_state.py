@@ -70,6 +70,7 @@ class MemoryLayout(NamedTuple):
     `alignment_sizes` name and size the alignment state's tensors. `grid` is
     the grid of a grid memory, `()` for a sequence: `Tv` is then its `N =
     prod(grid)` positions, and `split_weights` shapes the weights like it.
+    `length` is `Tv` (None when unknown).
     """
 
     keys: tuple
@@ -81,6 +82,7 @@ class MemoryLayout(NamedTuple):
     context_size: int
     attention_size: int
     grid: tuple = ()
+    length: Any = None
 
     @classmethod
     def of(cls, attention, value_shape, projected, query_size, attention_layer=None):
@@ -104,7 +106,24 @@ class MemoryLayout(NamedTuple):
             if not isinstance(size, int):
                 validation.fail("AttentionRNNCell", "attention_layer", "of a static size", size)
         alignment_sizes = tuple(sizes[name] for name in names)
-        return cls(*projected, heads, weights_size, names, alignment_sizes, context, size)
+        return cls(
+            *projected, heads, weights_size, names, alignment_sizes, context, size, length=length
+        )
+
+    def flat_sizes(self):
+        """The `n` of the `(B, n)` keys, values and mask (None where `Tv` is unknown).
+
+        Keys and values hold every projected feature of every position,
+        `prod(lead) * Tv * prod(last)`; the mask `Tv`.
+        """
+        return tuple(
+            _product(*lead, self.length, *last) for lead, last in (self.keys, self.values)
+        ) + (self.length,)
+
+
+def _product(*dims):
+    """The product of `dims`, or None when one is unknown."""
+    return None if any(validation.static(d) is None for d in dims) else math.prod(dims)
 
 
 def projected_dims(attention, key_dim, value_dim):
@@ -166,9 +185,10 @@ class StateLayout:
 
     @staticmethod
     def placeholder_sizes(cell_state_sizes, alignment_counts):
-        """`state_size` before the memory is known: one `1` per entry, for counting."""
+        """`state_size` before the memory is known: the cell's sizes, None for every other entry."""
         count = len(alignment_counts)
-        return [1, *cell_state_sizes, 1, *[1] * (4 * count), *[1] * sum(alignment_counts)]
+        unknown = 2 + 4 * count + sum(alignment_counts)  # output, a_t, weights, memory, alignment
+        return [None, *cell_state_sizes, *[None] * (unknown - 1)]
 
     @property
     def attention_size(self):
@@ -185,10 +205,14 @@ class StateLayout:
         return 2 + len(self.cell_state_sizes) + 4 * len(self.memories) + alignment
 
     def state_size(self, output_size):
-        """The `(B, n)` sizes of the entries (1 where `Tv` is unknown)."""
-        weights = [size or 1 for size in self.weights_sizes]
-        memory = [1, 1, 1] * len(self.memories)  # flattened keys, values, mask
-        alignment = [size or 1 for m in self.memories for size in m.alignment_sizes]
+        """The `n` of each `(B, n)` entry, in the list's order: the states a step returns.
+
+        None where the size depends on a memory length `Tv` that is unknown
+        (weights, keys, values, mask, and alignment states sized by `Tv`).
+        """
+        weights = self.weights_sizes
+        memory = [size for m in self.memories for size in m.flat_sizes()]  # keys, values, mask
+        alignment = [size for m in self.memories for size in m.alignment_sizes]
         head = [output_size, *self.cell_state_sizes, self.attention_size]
         return [*head, *weights, *memory, *alignment]
 

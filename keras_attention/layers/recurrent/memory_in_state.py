@@ -41,7 +41,7 @@ class MemoryInState:
 
     def _build_memory(self, value_shape, key_shape, argument="value"):
         count = len(self._attentions)
-        values = options.per_attention(value_shape, count, self._multiple, "value", shapes=True)
+        values = options.per_attention(value_shape, count, self._multiple, argument, shapes=True)
         keys = options.per_attention(key_shape, count, self._multiple, "key", shapes=True)
         values, keys = [tuple(s) for s in values], [tuple(s) for s in keys]
         grids = self._memory_grids(values, keys, argument)

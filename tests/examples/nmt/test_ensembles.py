@@ -89,6 +89,55 @@ def test_averaging_more_epochs_than_the_run_kept_is_a_one_line_error(run_a, caps
     assert "--keep-checkpoints 4" in error and len(error.splitlines()) == 1
 
 
+def _mismatched_run(directory, edit):
+    """``run_a``'s layout with epoch 2's arrays changed by ``edit(arrays) -> arrays``."""
+    run = make_run(directory, "rnn", seed=3)
+    path = runs.checkpoint_path(str(run), 2)
+    arrays = edit(epoch_arrays(run, 2))
+    with open(path, "wb") as file:
+        np.savez(file, *arrays)
+    return run, path
+
+
+def test_averaging_a_checkpoint_with_one_array_fewer_names_it_and_the_weight(tmp_path):
+    run, path = _mismatched_run(tmp_path, lambda arrays: arrays[:-1])
+    count = len(epoch_arrays(run, 3))
+    with pytest.raises(runs.RunError) as info:
+        runs.averaged_weights(str(run), 2)
+    message = str(info.value)
+    assert path in message and "epoch_3.weights.npz" in message
+    assert f"weight {count - 1} is absent (it holds {count - 1} arrays)" in message
+    with pytest.raises(runs.RunError):  # not only when it is the first of the epochs averaged
+        runs.averaged_weights(str(run), 3)
+
+
+def test_averaging_a_checkpoint_with_an_array_of_another_shape_names_it_and_the_weight(tmp_path):
+    def widen(arrays):
+        arrays[1] = np.zeros((arrays[1].shape[0] + 1, *arrays[1].shape[1:]), arrays[1].dtype)
+        return arrays
+
+    run, path = _mismatched_run(tmp_path, widen)
+    expected = epoch_arrays(run, 3)[1]
+    with pytest.raises(runs.RunError) as info:
+        runs.averaged_weights(str(run), 2)
+    message = str(info.value)
+    assert path in message and "--average-checkpoints 2" in message
+    wide = (expected.shape[0] + 1, *expected.shape[1:])
+    assert f"weight 1 is shape {wide} {expected.dtype} in the first" in message
+    assert f"shape {expected.shape} {expected.dtype} in the second" in message
+
+
+def test_averaging_a_checkpoint_with_an_array_of_another_dtype_names_it(tmp_path):
+    def halve(arrays):
+        arrays[0] = arrays[0].astype("float16")
+        return arrays
+
+    run, path = _mismatched_run(tmp_path, halve)
+    with pytest.raises(runs.RunError, match=r"weight 0 is shape \(.*\) float16 in the first"):
+        runs.averaged_weights(str(run), 2)
+    assert len(runs.averaged_weights(str(run), 1)) == len(epoch_arrays(run, 3))  # epoch 3 alone
+
+
 # ----------------------------------------------------------------------------
 # Ensembles
 # ----------------------------------------------------------------------------
