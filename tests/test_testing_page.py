@@ -34,7 +34,9 @@ def test_testing_page_names_every_entry_of_the_conftest_lists():
     assert missing == [], "docs/testing.md does not name these tests/conftest.py entries"
 
 
-@pytest.mark.parametrize("page", ["README.md"], ids=lambda p: p)
+@pytest.mark.parametrize(
+    "page", ["README.md", "docs/nmt.md", "examples/nmt/README.md"], ids=lambda p: p
+)
 def test_guides_link_to_the_testing_page_and_do_not_restate_it(page):
     text = (ROOT / page).read_text(encoding="utf-8")
     assert "testing.md" in text
