@@ -112,14 +112,19 @@ def _describe(kind: Any) -> str:
     return " or ".join(names)
 
 
-def _parse_set(text: str, kind: Any) -> Any:
-    """A ``--set`` value: JSON where it parses (numbers, true, lists), else the string."""
-    if text in ("none", "null") and type(None) in _options(kind):
-        return None
+def parse_value(text: str) -> Any:
+    """A ``--set`` value: JSON where it parses (numbers, true, lists, null), else the string."""
     try:
         return json.loads(text)
     except json.JSONDecodeError:
         return text
+
+
+def _parse_set(text: str, kind: Any) -> Any:
+    """``parse_value``, with ``none`` read as None where ``kind`` allows it."""
+    if text in ("none", "null") and type(None) in _options(kind):
+        return None
+    return parse_value(text)
 
 
 def merge(cls: type[T], base: T, values: Mapping[str, Any], where: str) -> T:

@@ -1,0 +1,86 @@
+"""Recipes in files, ``--config FILE`` and ``--set KEY=VALUE`` for ``train.py``."""
+
+import json
+import re
+
+import pytest
+
+from examples.nmt import train
+from examples.nmt.training import recipes
+
+pytestmark = pytest.mark.backend_independent
+
+
+def test_a_runs_config_json_repeats_the_run(tmp_path):
+    argv = ["--dataset", "cmu_pronouncing_dictionary", "--epochs", "3", "--patience", "off"]
+    argv += ["--attention", "location", "--output-dir", str(tmp_path / "run"), "--no-export"]
+    args = train.parse_args(argv)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**vars(args), "keras_backend": "jax"}))  # as runs writes it
+    again = train.parse_args(["--config", str(path)])
+    assert vars(again) == vars(args)
+    assert "config" not in vars(again) and "set" not in vars(again)
+    # A flag given wins over the file, and --set over the file too.
+    assert train.parse_args(["--config", str(path), "--epochs", "7"]).epochs == 7
+    assert train.parse_args(["--config", str(path), "--set", "epochs=5"]).epochs == 5
+
+
+def test_a_toml_file_and_sets_fill_what_flags_leave(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text('units = 64\nattention = "luong"\ndropout = 0.25\nno_export = true\n')
+    args = train.parse_args(["--config", str(path), "--set", "patience=off", "--set", "seed=4"])
+    assert (args.units, args.attention, args.dropout, args.no_export) == (64, "luong", 0.25, True)
+    assert args.patience is None and args.seed == 4
+    assert args.epochs == recipes.RECIPES["date"]["epochs"]  # the rest: the recipe's
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--set", "epoch=3"], "unknown setting 'epoch'"),
+        (["--set", "epochs=0"], r"epochs: expected an integer >= 1, received 0"),
+        (["--set", "attention=dot"], r"attention expects one of \["),
+        (["--set", "epochs"], "expected KEY=VALUE"),
+        (["--set", "no_export=3"], "no_export expects true or false"),
+        (["--set", "config=x.toml"], "unknown setting 'config'"),
+    ],
+)
+def test_bad_settings_are_usage_errors_naming_the_key(extra, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        train.parse_args(extra)
+    assert exit_info.value.code == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_a_bad_config_file_is_a_usage_error(tmp_path, capsys):
+    for name, text, message in [
+        ("missing.toml", None, "no such file"),
+        ("broken.toml", "units = = 3", "not a TOML or JSON recipe"),
+        ("unknown.json", '{"unit": 3}', "unknown setting 'unit'"),
+    ]:
+        path = tmp_path / name
+        if text is not None:
+            path.write_text(text)
+        with pytest.raises(SystemExit):
+            train.parse_args(["--config", str(path)])
+        assert message in capsys.readouterr().err
+
+
+def test_every_recipe_file_holds_flags_and_values_the_flags_accept():
+    parser = train.make_parser()
+    assert set(recipes.RECIPES) == {"date", "real", "g2p"}
+    for name in recipes.RECIPES:
+        assert recipes.ARCHITECTURES[name] in ("rnn", "transformer")
+        for table in (recipes.RECIPES[name], recipes.TRANSFORMER_RECIPES[name]):
+            for key, value in table.items():
+                assert train._setting(parser, key, value, name) == value, (name, key)
+    # The recipe a run records is the file's: the date task's RNN, values as written.
+    args = train.parse_args([])
+    for key, value in recipes.RECIPES["date"].items():
+        assert getattr(args, key) == value, key
+
+
+def test_a_recipe_file_without_an_architecture_is_refused(tmp_path):
+    (tmp_path / "odd.toml").write_text("epochs = 3\n")
+    with pytest.raises(ValueError, match="expected architecture = 'rnn' or 'transformer'"):
+        recipes.read_recipes(str(tmp_path))
