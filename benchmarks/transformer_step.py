@@ -34,7 +34,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import keras
 import numpy as np
-import tensorflow as tf
 from measure import alternate  # this folder's helper
 
 from examples.nmt import train
@@ -141,13 +140,15 @@ def compiled_models(args: argparse.Namespace, batches: list[Batch]) -> dict[str,
     """``{OURS: model, KERAS: model}``, each made by ``fit.compiled_model`` from ``args``."""
     # make_model reads only the vocabularies' sizes.
     vocabularies = Vocabularies(range(args.vocab_size), range(args.vocab_size))
-    sources, targets_in, targets_out = (np.stack(parts) for parts in zip(*batches))
-    train_batches = tf.data.Dataset.from_tensor_slices(((sources, targets_in), targets_out))
+    targets_out = np.stack([target_out for _, _, target_out in batches])
+    # The output bias's unigram prior (--output-bias unigram), add-one smoothed, no padding.
+    counts = 1 + np.bincount(targets_out[targets_out != PAD_ID], minlength=args.vocab_size)
+    log_prior = np.log(counts / counts.sum()).astype("float32")
     models = {}
     for name, scope in ((OURS, contextlib.nullcontext), (KERAS, keras_attention_replaced)):
         keras.utils.set_random_seed(args.seed)
         with scope():
-            models[name] = compiled_model(args, vocabularies, train_batches, len(batches))
+            models[name] = compiled_model(args, vocabularies, None, len(batches), log_prior)
     return models
 
 

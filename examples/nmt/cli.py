@@ -1,4 +1,5 @@
-"""What the command lines share: one-line errors, warnings, integer, model and decoding flags."""
+"""What the command lines share: one-line errors, warnings, integer, model and decoding flags,
+and ``--config FILE`` / ``--set KEY=VALUE`` over a parser's flags (``parse_with_config``)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ import argparse
 import math
 import sys
 from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 from typing import NoReturn
 
-from examples.common.runs import RunError  # noqa: F401  (cli.RunError)
+from examples.common import recipes as common_recipes
+from examples.common.runs import RunError
 
 
 def fail(prog: str, message: str) -> NoReturn:
@@ -133,3 +136,61 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
 def model_folders(given: list[str] | None) -> list[str]:
     """The ``--model`` folders given, else ``[DEFAULT_MODEL]``."""
     return list(given or [DEFAULT_MODEL])
+
+
+def checked_setting(parser: argparse.ArgumentParser, key: str, value: Any, where: str) -> Any:
+    """``value`` for the flag whose dest is ``key``, checked as the flag checks its text."""
+    action = next((a for a in parser._actions if a.dest == key), None)  # noqa: SLF001
+    if action is None or key in ("config", "set", "help"):
+        known = sorted(a.dest for a in parser._actions if a.dest not in ("help", "config", "set"))  # noqa: SLF001
+        parser.error(f"{where}: unknown setting {key!r}; known: {', '.join(known)}")
+    if value is None:
+        return None
+    if action.nargs == 0:  # --overwrite, --no-export, ...
+        if not isinstance(value, bool):
+            parser.error(f"{where}: {key} expects true or false, received {value!r}")
+        return value
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    try:
+        checked = action.type(text) if action.type is not None else text
+    except (argparse.ArgumentTypeError, ValueError) as error:
+        parser.error(f"{where}: {key}: {error}")
+    if action.choices is not None and checked not in action.choices:
+        parser.error(f"{where}: {key} expects one of {list(action.choices)}, received {value!r}")
+    return checked
+
+
+def parse_with_config(
+    parser: argparse.ArgumentParser, argv: Sequence[str] | None = None
+) -> argparse.Namespace:
+    """The arguments, with ``--config FILE`` and each ``--set KEY=VALUE`` as their defaults.
+
+    The file's keys are the flags' dest names (a run's ``config.json``, which
+    thus repeats the run); a flag given on the command line wins. Neither
+    ``--config`` nor ``--set`` stays in the arguments: the run records the
+    values they gave.
+    """
+    args = parser.parse_args(argv)
+    values: dict[str, Any] = {}
+    if args.config is not None:
+        try:
+            table = common_recipes.read_file(args.config)
+        except RunError as error:
+            parser.error(str(error))
+        if "mixed_precision" in table:  # a run's config.json from before --precision
+            table["precision"] = "mixed_float16" if table.pop("mixed_precision") else "float32"
+        for key, value in table.items():
+            if key not in common_recipes.RECORD_ONLY:
+                values[key] = checked_setting(parser, key, value, f"--config {args.config}")
+    for text in args.set:
+        key, equals, value = text.partition("=")
+        key = key.strip().replace("-", "_")
+        if not equals or not key:
+            parser.error(f"--set {text}: expected KEY=VALUE")
+        parsed = common_recipes.parse_value(value.strip())
+        values[key] = checked_setting(parser, key, parsed, f"--set {text}")
+    if values:
+        parser.set_defaults(**values)
+        args = parser.parse_args(argv)
+    del args.config, args.set
+    return args

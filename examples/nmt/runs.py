@@ -23,6 +23,7 @@ from typing import Any
 import keras
 import numpy as np
 
+from examples.common.runs import BACKEND_KEY  # noqa: F401  (runs.BACKEND_KEY)
 from examples.common.runs import CHECKPOINTS
 from examples.common.runs import CONFIG
 from examples.common.runs import HISTORY

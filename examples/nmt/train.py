@@ -40,7 +40,6 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
-from examples.common import recipes as common_recipes
 from examples.nmt import cli
 from examples.nmt.data import arguments
 from examples.nmt.host.text import TOKENIZERS
@@ -321,73 +320,15 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = make_parser()
-    args = parse_with_config(parser, argv)
+    args = cli.parse_with_config(parser, argv)
     check_args(parser, args)
-    return args
-
-
-def _setting(parser: argparse.ArgumentParser, key: str, value: Any, where: str) -> Any:
-    """``value`` for the flag whose dest is ``key``, checked as the flag checks its text."""
-    action = next((a for a in parser._actions if a.dest == key), None)  # noqa: SLF001
-    if action is None or key in ("config", "set", "help"):
-        known = sorted(a.dest for a in parser._actions if a.dest not in ("help", "config", "set"))  # noqa: SLF001
-        parser.error(f"{where}: unknown setting {key!r}; known: {', '.join(known)}")
-    if value is None:
-        return None
-    if action.nargs == 0:  # --overwrite, --no-export, ...
-        if not isinstance(value, bool):
-            parser.error(f"{where}: {key} expects true or false, received {value!r}")
-        return value
-    text = str(value).lower() if isinstance(value, bool) else str(value)
-    try:
-        checked = action.type(text) if action.type is not None else text
-    except (argparse.ArgumentTypeError, ValueError) as error:
-        parser.error(f"{where}: {key}: {error}")
-    if action.choices is not None and checked not in action.choices:
-        parser.error(f"{where}: {key} expects one of {list(action.choices)}, received {value!r}")
-    return checked
-
-
-def parse_with_config(
-    parser: argparse.ArgumentParser, argv: Sequence[str] | None = None
-) -> argparse.Namespace:
-    """The arguments, with ``--config FILE`` and each ``--set KEY=VALUE`` as their defaults.
-
-    The file's keys are the flags' dest names (a run's ``config.json``, which
-    thus repeats the run); a flag given on the command line wins. Neither
-    ``--config`` nor ``--set`` stays in the arguments: the run records the
-    values they gave.
-    """
-    args = parser.parse_args(argv)
-    values: dict[str, Any] = {}
-    if args.config is not None:
-        try:
-            table = common_recipes.read_file(args.config)
-        except cli.RunError as error:
-            parser.error(str(error))
-        if "mixed_precision" in table:  # a run's config.json from before --precision
-            table["precision"] = "mixed_float16" if table.pop("mixed_precision") else "float32"
-        for key, value in table.items():
-            if key not in common_recipes.RECORD_ONLY:
-                values[key] = _setting(parser, key, value, f"--config {args.config}")
-    for text in args.set:
-        key, equals, value = text.partition("=")
-        key = key.strip().replace("-", "_")
-        if not equals or not key:
-            parser.error(f"--set {text}: expected KEY=VALUE")
-        parsed = common_recipes.parse_value(value.strip())
-        values[key] = _setting(parser, key, parsed, f"--set {text}")
-    if values:
-        parser.set_defaults(**values)
-        args = parser.parse_args(argv)
-    del args.config, args.set
     return args
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Trains with command-line arguments; see the module doc."""
     parser = make_parser()
-    args = parse_with_config(parser, argv)
+    args = cli.parse_with_config(parser, argv)
     check_args(parser, args)
     try:
         # First: several processes meet here before any other work.

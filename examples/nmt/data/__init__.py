@@ -4,7 +4,7 @@
 and ``pronouncing_dictionary`` (the bundled CMUdict), ``dates`` (the offline
 date task, with gold alignments; ``date_normalization`` is it as a TFDS
 builder), ``joined_words`` (long inputs made of several words),
-``sources`` (TFDS catalogue and folder datasets; ``python -m
-examples.nmt.data``), ``arguments`` (the data flags). The splits, batches
+``sources`` (TFDS catalogue and folder datasets), ``show``
+(``python -m examples.nmt.data``), ``arguments`` (the data flags). The splits, batches
 and vocabularies are ``examples.nmt.host``'s.
 """

@@ -1,5 +1,5 @@
-"""``python -m examples.nmt.data``: builds (and caches) a dataset, prints a few examples."""
+"""``python -m examples.nmt.data``: loads a dataset, prints a few examples (``show``)."""
 
-from examples.nmt.data.sources import main
+from examples.nmt.data.show import main
 
 main()

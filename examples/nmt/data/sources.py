@@ -9,27 +9,18 @@ catalogue dataset (e.g. ``"ted_hrlr_translate/pt_to_en"``,
 prepares a missing one: ``catalogue_builder``) or a
 ``tfds.folder_dataset.TranslateFolder`` layout (``LANG.SPLIT.txt`` files).
 
-``python -m examples.nmt.data`` loads a dataset (any kind) and prints a few
-examples of each split; with ``--write-splits DIR`` it writes a
-pronunciation dataset's splits as dictionary files (``train.dict``,
-``validation.dict``, ``test.dict``), so that the same split can be read back
-with ``dict:`` / ``--test`` or scored by other G2P tools.
+``python -m examples.nmt.data`` (``examples.nmt.data.show``) prints a few
+examples of any dataset.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
 from collections.abc import Sequence
 
 import tensorflow_datasets as tfds
 
-from examples.nmt import cli
 from examples.nmt.data import date_normalization
 from examples.nmt.data import pronouncing_dictionary
-from examples.nmt.data import pronunciations
-from examples.nmt.data.arguments import add_arguments
-from examples.nmt.data.arguments import is_pronunciation
 
 _SPLIT_ALIASES = {
     "validation": ("validation", "valid", "dev"),
@@ -164,46 +155,3 @@ def catalogue_pairs(
             pairs.append((example[source].decode("utf-8"), example[target].decode("utf-8")))
         found[name] = pairs
     return found
-
-
-def write_splits(splits: dict[str, list[tuple[str, str]]], folder: str) -> None:
-    """Writes each split of pronunciations to ``folder/SPLIT.dict``; prints the counts."""
-    os.makedirs(folder, exist_ok=True)
-    for name, pairs in splits.items():
-        path = os.path.join(folder, f"{name}.dict")
-        print(f"{path}: {pronunciations.write_pronunciations(pairs, path):,} entries")
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Loads (and caches) a dataset, then prints a few examples of each split."""
-    from examples.nmt.host import splits as host_splits  # noqa: PLC0415  (imports this module)
-
-    parser = argparse.ArgumentParser(prog="python -m examples.nmt.data", description=main.__doc__)
-    add_arguments(parser)
-    parser.add_argument("--show", type=int, default=3, help="examples to print a split")
-    parser.add_argument(
-        "--write-splits",
-        metavar="DIR",
-        help="pronunciations: write each split to DIR/SPLIT.dict (word<TAB>PH ON EMES)",
-    )
-    args = parser.parse_args(argv)
-    if args.write_splits and not is_pronunciation(args.dataset):
-        cli.fail(
-            parser.prog,
-            "expected --write-splits with a pronunciation dataset (cmu_pronouncing_dictionary, "
-            f"dict:PATH). Received --dataset {args.dataset}",
-        )
-    try:
-        splits = host_splits.splits_from_args(args)
-        if args.write_splits:
-            write_splits(splits, args.write_splits)
-    except (OSError, ValueError) as error:
-        cli.fail(parser.prog, str(error))
-    for name, pairs in splits.items():
-        print(f"{name}:")
-        for source, target in pairs[: args.show]:
-            print(f"  {source}  ->  {target}")
-
-
-if __name__ == "__main__":
-    main()

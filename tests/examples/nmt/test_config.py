@@ -5,6 +5,7 @@ import re
 
 import pytest
 
+from examples.nmt import cli
 from examples.nmt import train
 from examples.nmt.training import recipes
 
@@ -73,7 +74,7 @@ def test_every_recipe_file_holds_flags_and_values_the_flags_accept():
         assert recipes.ARCHITECTURES[name] in ("rnn", "transformer")
         for table in (recipes.RECIPES[name], recipes.TRANSFORMER_RECIPES[name]):
             for key, value in table.items():
-                assert train._setting(parser, key, value, name) == value, (name, key)
+                assert cli.checked_setting(parser, key, value, name) == value, (name, key)
     # The recipe a run records is the file's: the date task's RNN, values as written.
     args = train.parse_args([])
     for key, value in recipes.RECIPES["date"].items():

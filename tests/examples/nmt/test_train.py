@@ -345,7 +345,6 @@ def test_large_target_vocabulary_learns_more_than_the_most_frequent_token(tmp_pa
 
 def test_fit_buckets_the_training_batches_by_the_flag(monkeypatch, tmp_path):
     """--length-bucket-step reaches the training batches (the recipe's when left out)."""
-    from types import SimpleNamespace
 
     from examples.nmt.training import fit
 
@@ -358,9 +357,7 @@ def test_fit_buckets_the_training_batches_by_the_flag(monkeypatch, tmp_path):
         seen.append(keywords["bucket_step"])
         raise Stop
 
-    monkeypatch.setattr(
-        fit, "batch_functions", lambda splits: SimpleNamespace(training_batches=training_batches)
-    )
+    monkeypatch.setattr(fit.batches, "training_batches", training_batches)
     cases = (
         ([], 2.0),  # the date recipe
         (["--dataset", "tsv:pairs.tsv"], 1.1),  # the real recipe's Transformer

@@ -11,6 +11,7 @@ tfds = pytest.importorskip("tensorflow_datasets")
 
 from examples.nmt.data import pronouncing_dictionary  # noqa: E402
 from examples.nmt.data import pronunciations  # noqa: E402
+from examples.nmt.data import show  # noqa: E402
 from examples.nmt.data import sources  # noqa: E402
 from examples.nmt.data.arguments import is_pronunciation  # noqa: E402
 from examples.nmt.host.splits import load_splits  # noqa: E402
@@ -120,7 +121,7 @@ def test_a_multi_reference_dictionary_writes_one_pronunciation_a_line(tmp_path, 
     entries = list(pronunciations.read_pronunciations(path))
     assert len(entries) == 600 + 200 + 3 + 2  # every pronunciation is an entry
     out = tmp_path / "splits"
-    sources.main(["--dataset", f"dict:{path}", "--write-splits", str(out), "--show", "0"])
+    show.main(["--dataset", f"dict:{path}", "--write-splits", str(out), "--show", "0"])
     written = []
     for name in ("train", "validation", "test"):
         text = (out / f"{name}.dict").read_text()
@@ -238,7 +239,7 @@ def test_written_splits_read_back_as_the_same_split(tmp_path, capsys):
     path = write(tmp_path / "words.dict", word_list(600))
     splits = load_splits(f"dict:{path}")
     out = tmp_path / "splits"
-    sources.main(["--dataset", f"dict:{path}", "--write-splits", str(out), "--show", "0"])
+    show.main(["--dataset", f"dict:{path}", "--write-splits", str(out), "--show", "0"])
     printed = capsys.readouterr().out
     for name, split in splits.items():
         written = list(pronunciations.read_pronunciations(out / f"{name}.dict"))
@@ -257,7 +258,7 @@ def test_write_splits_refuses_what_would_not_read_back_and_other_datasets(tmp_pa
         with pytest.raises(pronunciations.DictionaryFormatError, match="Expected entries"):
             pronunciations.write_pronunciations([(word, phonemes)], tmp_path / "bad.dict")
     with pytest.raises(SystemExit) as exit_info:
-        sources.main(["--dataset", "date_normalization/small", "--write-splits", str(tmp_path)])
+        show.main(["--dataset", "date_normalization/small", "--write-splits", str(tmp_path)])
     assert exit_info.value.code == 2
     assert "expected --write-splits with a pronunciation dataset" in capsys.readouterr().err
 

@@ -10,6 +10,7 @@ tfds = pytest.importorskip("tensorflow_datasets")
 
 import tiny  # noqa: E402
 
+from examples.nmt.data import show  # noqa: E402
 from examples.nmt.data import sources  # noqa: E402
 from examples.nmt.data import tsv  # noqa: E402
 from examples.nmt.host.splits import load_splits  # noqa: E402
@@ -97,7 +98,7 @@ def test_tsv_direction_defaults_to_other_to_english(tmp_path):
 
 def test_main_prints_examples(tmp_path, capsys):
     path = write_tsv(tmp_path / "pairs.txt", [f"Hello {i}.\tBonjour {i}." for i in range(50)])
-    sources.main(["--dataset", f"tsv:{path}", "--show", "2"])
+    show.main(["--dataset", f"tsv:{path}", "--show", "2"])
     lines = capsys.readouterr().out.splitlines()
     assert [line for line in lines if line.endswith(":")] == ["train:", "validation:", "test:"]
     assert sum("->" in line for line in lines) == 6
