@@ -38,7 +38,9 @@ def test_attention_correctness_equals_the_pixel_reference():
         for t in range(counts[n])
     ]
     assert scores["attention_correctness"] == pytest.approx(np.mean(reference), abs=1e-12)
-    areas = [(b[2] - b[0]) * (b[3] - b[1]) / (24 * 64) for n in range(3) for b in boxes[n, : counts[n]]]
+    areas = [
+        (b[2] - b[0]) * (b[3] - b[1]) / (24 * 64) for n in range(3) for b in boxes[n, : counts[n]]
+    ]
     assert scores["attention_correctness_uniform"] == pytest.approx(np.mean(areas))
     uniform = np.full_like(weights, 1 / 96)
     flat = metrics.attention_scores(uniform, boxes, counts, (24, 64))
@@ -51,7 +53,9 @@ def test_pointing_by_hand():
     weights[0, 0, 1, 2] = 1.0  # peak in the cell centred at (3, 5)
     weights[0, 1, 0, 0] = 0.6  # peak in the cell centred at (1, 1)
     weights[0, 1, 1, 3] = 0.4
-    boxes = np.array([[[2, 4, 4, 6], [0, 2, 4, 8]]])  # the first holds (3, 5); the second not (1, 1)
+    boxes = np.array(
+        [[[2, 4, 4, 6], [0, 2, 4, 8]]]
+    )  # the first holds (3, 5); the second not (1, 1)
     scores = metrics.attention_scores(weights, boxes, np.array([2]), (4, 8))
     assert scores["pointing_accuracy"] == 0.5
     # All of the first digit's weight is in a cell inside its box (1.0); the second
