@@ -80,7 +80,7 @@ def draw(image: np.ndarray, attention: np.ndarray, caption: str, path: str, titl
     from keras_attention import plot_image_attention  # noqa: PLC0415
     from keras_attention import save_image_attention_html  # noqa: PLC0415
 
-    tokens = [*caption, "</s>"]
+    tokens = [*caption, "</s>"][: len(attention)]  # no end token when the search ran out
     weights = attention[: len(tokens)]
     figure = plot_image_attention(
         image, weights, tokens, ncols=len(tokens), interpolation="nearest", title=title
