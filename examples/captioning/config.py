@@ -36,6 +36,8 @@ class Config:
     pooling: int = 4  # the grid is (height / pooling, width / pooling)
     units: int = 128  # GRU state and attentional vector
     attention_units: int = 64  # Bahdanau's hidden size
+    # What the attention scores: each cell's own pixels ("cell") or the CNN's features.
+    attention_keys: Literal["cell", "features"] = "features"
     embedding_dim: int = 32
     doubly_stochastic: float = 0.0  # Xu et al.'s lambda; 0: off
     # --- Training

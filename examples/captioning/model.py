@@ -23,12 +23,19 @@ Read top to bottom:
    The logits of the next token come from ``a_t``.
 3. **Attention.** ``"bahdanau"`` (``BahdanauAttention(attention_units)``,
    the paper's soft attention, default), ``"luong"`` (general) or
-   ``"scaled_dot"``; weights ``(B, T, H', W')``.
+   ``"scaled_dot"`` (the keys projected to the query's size first); weights
+   ``(B, T, H', W')``. What the attention scores, its keys, is the memory
+   itself (``attention_keys="features"``, as in Xu et al.) or each cell's own
+   pixels and coordinates (``"cell"``); the context is always the weighted
+   sum of the CNN's features (the values). A CNN feature sees 26x26 pixels,
+   so a cell beside a digit sees it too; a cell's own pixels do not.
 4. **Doubly stochastic regularization** (Xu et al., eq. 14), with
    ``doubly_stochastic`` = lambda > 0: ``lambda * sum_cells (1 - sum_t
    w_t)^2`` over the caption's real steps, averaged over the batch, is
    added to the loss.
 
+The teacher-forced pass runs ``keras.layers.RNN`` over the cell from
+``cell.initial_state(values, key=keys, ...)``; decoding steps the same cell.
 ``Captioner(images_and_captions)`` gives the teacher-forced logits ``(B, T,
 V)`` that training fits; ``attend`` also gives the weights.
 Decoding (as the NMT example's models and OpenNMT-tf's ``Decoder``):
@@ -55,6 +62,7 @@ from keras_attention import AttentionRNNState
 from keras_attention import decoding
 
 ATTENTIONS = ("bahdanau", "luong", "scaled_dot")
+KEYS = ("cell", "features")
 
 
 def make_attention(name: str, units: int, attention_units: int) -> keras.layers.Layer:
@@ -96,6 +104,7 @@ class Captioner(keras.Model):
         embedding_dim: int = 32,
         doubly_stochastic: float = 0.0,
         max_length: int = 6,
+        attention_keys: str = "features",
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
@@ -109,6 +118,11 @@ class Captioner(keras.Model):
         self.filters, self.units, self.attention = filters, units, attention
         self.attention_units, self.embedding_dim = attention_units, embedding_dim
         self.doubly_stochastic, self.max_length = doubly_stochastic, max_length
+        if attention_keys not in KEYS:
+            raise ValueError(
+                f"Expected attention_keys in {KEYS}. Received: attention_keys={attention_keys!r}"
+            )
+        self.attention_keys = attention_keys
         self.grid = (height // pooling, width // pooling)  # (H', W')
 
         # === Encoder: pixels -> grid ===
@@ -124,6 +138,10 @@ class Captioner(keras.Model):
                 convolutions.append(keras.layers.MaxPooling2D(2, name=f"pool_{index}"))
         self.encoder = keras.Sequential(convolutions, name="encoder")
         self.bridge = keras.layers.Dense(units, activation="tanh", name="bridge")
+        # Scaled dot-product scores q . k: the keys need the query's size.
+        self.key_projection = None
+        if attention == "scaled_dot":
+            self.key_projection = keras.layers.Dense(units, use_bias=False, name="key_projection")
 
         # === Decoder: tokens + grid -> logits ===
         self.embedding = keras.layers.Embedding(
@@ -136,7 +154,7 @@ class Captioner(keras.Model):
             return_attention_weights=True,
             name="attention_cell",
         )
-        self.decoder = keras_attention.AttentionRNN(self.cell, name="decoder")
+        self.decoder = keras.layers.RNN(self.cell, return_sequences=True, name="decoder")
         self.logits = keras.layers.Dense(VOCABULARY_SIZE, dtype="float32", name="logits")
         # Build every weight now, so that a saved model loads into them.
         self.attend(
@@ -145,26 +163,45 @@ class Captioner(keras.Model):
         self.built = True
 
     # ------------------------------------------------------------ encoder
-    def encode(self, images: Any, training: Any = None) -> tuple[Any, list]:
-        """``(B, H, W[, 1])`` uint8 -> the memory ``(B, H', W', filters + 2)``, first GRU state."""
+    def encode(self, images: Any, training: Any = None) -> tuple[Any, Any, list]:
+        """``(B, H, W[, 1])`` uint8 -> the memory's keys and values, the first GRU state.
+
+        Values ``(B, H', W', filters + 2)``: the CNN's grid and the cell
+        coordinates. Keys: the same (``attention_keys="features"``), or each
+        cell's own pixels and its coordinates, ``(B, H', W', pooling**2 + 2)``
+        (``"cell"``).
+        """
         if len(images.shape) == 3:
             images = images[..., None]
-        grid = self.encoder(ops.cast(images, "float32"), training=training)
+        pixels = ops.cast(images, "float32")
+        grid = self.encoder(pixels, training=training)
         rows, cols = self.grid
         coordinates = ops.stack(
             ops.meshgrid(ops.linspace(0.0, 1.0, rows), ops.linspace(0.0, 1.0, cols), indexing="ij"),
             axis=-1,
         )  # (H', W', 2)
-        memory = ops.concatenate([grid, ops.zeros_like(grid[..., :2]) + coordinates], axis=-1)
+        coordinates = ops.zeros_like(grid[..., :2]) + coordinates  # (B, H', W', 2)
+        values = ops.concatenate([grid, coordinates], axis=-1)
+        keys = values
+        if self.attention_keys == "cell":
+            size = self.pooling
+            cells = ops.reshape(pixels / 255.0, (-1, rows, size, cols, size))
+            cells = ops.reshape(
+                ops.transpose(cells, (0, 1, 3, 2, 4)), (-1, rows, cols, size * size)
+            )
+            keys = ops.concatenate([cells, coordinates], axis=-1)  # (B, H', W', p*p + 2)
+        if self.key_projection is not None:
+            keys = self.key_projection(keys)  # (B, H', W', units)
         first = self.bridge(ops.mean(grid, axis=(1, 2)))  # (B, units)
-        return memory, [first]
+        return keys, values, [first]
 
     # ------------------------------------------------------------ teacher forcing
     def attend(self, images: Any, caption_in: Any, training: Any = None, penalty: bool = True):
         """Teacher-forced ``(logits (B, T, V), weights (B, T, H', W'))``."""
-        memory, first = self.encode(images, training)
+        keys, values, first = self.encode(images, training)
         embedded = self.embedding(caption_in)  # (B, T, E), masked after the caption
-        outputs = self.decoder(embedded, memory, initial_state=first, training=training)
+        states = self.cell.initial_state(values, key=keys, cell_state=first)
+        outputs = self.decoder(embedded, initial_state=states, training=training)
         attentional = outputs[..., self.units : 2 * self.units]  # a_t out of [h_t; a_t; w_t]
         weights = self.cell.alignment_history(outputs)  # (B, T, H', W')
         if penalty and self.doubly_stochastic > 0:
@@ -182,8 +219,8 @@ class Captioner(keras.Model):
     # ------------------------------------------------------------ decoding
     def initial_state(self, images: Any) -> tuple[dict[str, Any], tuple]:
         """Encodes ``(B, H, W[, 1])`` once: the first decoder state and the projected memory."""
-        memory, first = self.encode(images)
-        full = self.cell.unpack_state(self.cell.initial_state(memory, cell_state=first))
+        keys, values, first = self.encode(images)
+        full = self.cell.unpack_state(self.cell.initial_state(values, key=keys, cell_state=first))
         state = {"cell": full.cell_states, "attention": full.attention, "weights": full.weights}
         return state, (full.keys, full.values, full.mask)
 
@@ -232,6 +269,7 @@ class Captioner(keras.Model):
             "embedding_dim": self.embedding_dim,
             "doubly_stochastic": self.doubly_stochastic,
             "max_length": self.max_length,
+            "attention_keys": self.attention_keys,
         }
 
 
@@ -248,5 +286,6 @@ def build_model(config) -> Captioner:
         embedding_dim=config.embedding_dim,
         doubly_stochastic=config.doubly_stochastic,
         max_length=config.max_digits + 1,
+        attention_keys=config.attention_keys,
         name=f"captioner_{config.attention}",
     )
