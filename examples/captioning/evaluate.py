@@ -4,8 +4,9 @@ Rebuilds the run's test scenes from its ``config.json`` (they are
 deterministic, made of glyphs training never saw), captions them with greedy
 search (``--beam-size`` for beam search), and writes in the run folder:
 
-* ``metrics.json``: exact match, digit error rate, attention correctness and
-  pointing accuracy with their uniform baselines (``examples.captioning.metrics``);
+* ``metrics.json`` (``metrics_beamK.json`` with ``--beam-size K``): exact
+  match, digit error rate, attention correctness and pointing accuracy with
+  their uniform baselines (``examples.captioning.metrics``);
 * ``captions.tsv``: each test scene's gold and written caption (the export
   checks the SavedModel against it);
 * ``attention_K.png`` / ``attention_K.html``: word-by-word overlays of the
@@ -162,8 +163,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         result = evaluate(config, model, args.run, args.beam_size)
     except runs.RunError as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
-    previous = runs.read_json(os.path.join(args.run, runs.METRICS)) or {}
-    runs.write_json({**previous, **result}, os.path.join(args.run, runs.METRICS))
+    # Greedy search updates metrics.json (the SavedModel's search); a beam its own file.
+    name = runs.METRICS if args.beam_size == 1 else f"metrics_beam{args.beam_size}.json"
+    previous = runs.read_json(os.path.join(args.run, name)) or {}
+    runs.write_json({**previous, **result}, os.path.join(args.run, name))
     print(report(result))
     return result
 

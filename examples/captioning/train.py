@@ -44,7 +44,8 @@ from examples.nmt.plots import plot_history  # loss and masked_accuracy curves
 
 OUTPUTS = (
     runs.MODEL, runs.METRICS, runs.HISTORY, runs.TRAINING, runs.BACKUP, runs.CHECKPOINTS,
-    evaluation.CAPTIONS, "attention_*", "training_curves.png", "saved_model",
+    evaluation.CAPTIONS, "attention_*", "training_curves.png", "saved_model", "metrics_beam*",
+    "scene_*",
 )  # fmt: skip
 # Settings that change what is written after training, not the training itself.
 RESUME_IRRELEVANT = ("figures", "export", "test_scenes")
