@@ -145,3 +145,13 @@ def test_clutter_stays_off_the_digits():
     for image, boxes, count in zip(with_clutter.images, with_clutter.boxes, with_clutter.counts):
         for top, left, bottom, right in boxes[:count]:
             assert not (image[top:bottom, left:right] == 200).any()
+
+
+def test_mnist_from_a_local_file_is_resized(tmp_path):
+    images = np.zeros((6, 28, 28), "uint8")
+    images[:, 0:14, 0:14] = 255  # the top-left quarter inked: 4x4 of the 8x8 glyph
+    path = tmp_path / "mnist.npz"
+    np.savez(path, x_train=images[:4], y_train=np.arange(4), x_test=images[4:], y_test=[4, 5])
+    glyphs = data.load_glyphs(Config(digits="mnist", mnist_path=str(path)))
+    assert glyphs.images.shape == (6, 8, 8) and glyphs.labels.tolist() == [0, 1, 2, 3, 4, 5]
+    assert (glyphs.images[:, :3, :3] == 255).all() and (glyphs.images[:, 5:, :] == 0).all()
