@@ -63,3 +63,13 @@ def test_doubly_stochastic_penalty_is_added_to_the_loss():
 def test_bad_settings_are_refused(settings, word):
     with pytest.raises(ValueError, match=word):
         Captioner(**{**SMALL, **settings})
+
+
+def test_beam_search_scores_no_lower_than_greedy():
+    model = Captioner(**SMALL)
+    images = np.random.default_rng(1).integers(0, 256, (3, 8, 16), dtype="uint8")
+    greedy = keras.tree.map_structure(keras.ops.convert_to_numpy, model.search(images))
+    beam = keras.tree.map_structure(keras.ops.convert_to_numpy, model.search(images, 3))
+    assert beam.ids.shape == greedy.ids.shape == (3, 6)
+    assert beam.attention.shape == (3, 6, 8)
+    assert (beam.log_probs >= greedy.log_probs - 1e-4).all()
