@@ -1,0 +1,291 @@
+"""Show, Attend and Tell on digit scenes: a small CNN's grid, a GRU that attends over it.
+
+Read top to bottom:
+
+1. **Encoder.** The uint8 scene ``(B, H, W, 1)`` is scaled to [0, 1] and
+   run through 3x3 convolutions, each with instance normalization and ReLU,
+   and 2x2 max-pooling down to the grid ``(B, H', W', filters)``, ``H' = H
+   / pooling`` (four convolutions for the default ``pooling`` 4: each cell
+   covers 4x4 pixels and sees 26x26). Trained from scratch: no weights to
+   download. Instance normalization (per scene and channel) centres the
+   dark background away so that digits stand out: without it training sat
+   on a plateau for epochs; batch normalization left its running
+   statistics apart from the training batches'.
+   Two channels of cell coordinates (row and column, in [0, 1]) are
+   appended, so that what a word attends to also says *where* it is:
+   the memory is ``(B, H', W', filters + 2)``.
+2. **Decoder.** ``AttentionRNNCell(GRUCell(units), attention)`` with input
+   feeding (Bahdanau et al.; Luong et al.): at step ``t`` the GRU reads the
+   previous token's embedding and the previous attentional vector
+   ``a_{t-1}``, its new state ``h_t`` attends over the grid (the cell
+   flattens it once, row-major), and ``a_t = tanh(W [h_t; c_t])``. The
+   GRU starts from ``tanh(W_0 mean(grid))`` (Xu et al.'s initial state).
+   The logits of the next token come from ``a_t``.
+3. **Attention.** ``"bahdanau"`` (``BahdanauAttention(attention_units)``,
+   the paper's soft attention, default), ``"luong"`` (general) or
+   ``"scaled_dot"`` (the keys projected to the query's size first); weights
+   ``(B, T, H', W')``. What the attention scores, its keys, is the memory
+   itself (``attention_keys="features"``, as in Xu et al.) or each cell's own
+   pixels and coordinates (``"cell"``); the context is always the weighted
+   sum of the CNN's features (the values). A CNN feature sees 26x26 pixels,
+   so a cell beside a digit sees it too; a cell's own pixels do not.
+4. **Doubly stochastic regularization** (Xu et al., eq. 14), with
+   ``doubly_stochastic`` = lambda > 0: ``lambda * sum_cells (1 - sum_t
+   w_t)^2`` over the caption's real steps, averaged over the batch, is
+   added to the loss.
+
+The teacher-forced pass runs ``keras.layers.RNN`` over the cell from
+``cell.initial_state(values, key=keys, ...)``; decoding steps the same cell.
+``Captioner(images_and_captions)`` gives the teacher-forced logits ``(B, T,
+V)`` that training fits; ``attend`` also gives the weights.
+Decoding (as the NMT example's models and OpenNMT-tf's ``Decoder``):
+``initial_state(images) -> (state, memory)`` encodes once,
+``step(ids, state, memory, index) -> (logits, state, weights (N, H'*W'))``
+takes one token; ``search`` runs ``keras_attention.decoding``'s greedy or
+beam search over it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import keras
+from keras import ops
+
+import keras_attention
+from examples.captioning.data import END_ID
+from examples.captioning.data import PAD_ID
+from examples.captioning.data import START_ID
+from examples.captioning.data import VOCABULARY_SIZE
+from keras_attention import AttentionRNNState
+from keras_attention import decoding
+
+ATTENTIONS = ("bahdanau", "luong", "scaled_dot")
+KEYS = ("cell", "features")
+
+
+def make_attention(name: str, units: int, attention_units: int) -> keras.layers.Layer:
+    """The attention layer of the decoder, by name."""
+    if name == "bahdanau":
+        return keras_attention.BahdanauAttention(attention_units, name="attention")
+    if name == "luong":
+        return keras_attention.LuongAttention("general", name="attention")
+    if name == "scaled_dot":
+        return keras_attention.ScaledDotProduct(name="attention")
+    raise ValueError(f"Expected attention in {ATTENTIONS}. Received: attention={name!r}")
+
+
+@keras.saving.register_keras_serializable(package="examples_captioning")
+class Captioner(keras.Model):
+    """The captioner; see the module doc.
+
+    Args:
+        height, width: the scenes' size in pixels.
+        pooling: the grid's stride, a power of 2 dividing ``height`` and ``width``.
+        filters: the CNN's channels (the memory has 2 more: the coordinates).
+        units: the GRU's state and the attentional vector's size.
+        attention: ``"bahdanau"``, ``"luong"`` or ``"scaled_dot"``.
+        attention_units: Bahdanau's hidden size.
+        embedding_dim: the token embedding's size.
+        doubly_stochastic: lambda of the doubly stochastic penalty; 0 is off.
+        max_length: the most tokens a search writes (digits and the end).
+    """
+
+    def __init__(
+        self,
+        height: int = 24,
+        width: int = 64,
+        pooling: int = 2,
+        filters: int = 48,
+        units: int = 128,
+        attention: str = "bahdanau",
+        attention_units: int = 64,
+        embedding_dim: int = 32,
+        doubly_stochastic: float = 0.0,
+        max_length: int = 6,
+        attention_keys: str = "features",
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        pools = int(math.log2(pooling)) if pooling >= 1 else -1
+        if 2**pools != pooling or height % pooling or width % pooling:
+            raise ValueError(
+                "Expected pooling a power of 2 dividing height and width. "
+                f"Received: pooling={pooling}, height={height}, width={width}"
+            )
+        self.height, self.width, self.pooling = height, width, pooling
+        self.filters, self.units, self.attention = filters, units, attention
+        self.attention_units, self.embedding_dim = attention_units, embedding_dim
+        self.doubly_stochastic, self.max_length = doubly_stochastic, max_length
+        if attention_keys not in KEYS:
+            raise ValueError(
+                f"Expected attention_keys in {KEYS}. Received: attention_keys={attention_keys!r}"
+            )
+        self.attention_keys = attention_keys
+        self.grid = (height // pooling, width // pooling)  # (H', W')
+
+        # === Encoder: pixels -> grid ===
+        convolutions = [keras.layers.Rescaling(1 / 255, name="to_unit")]
+        widths = [filters // 2] + [filters] * max(2, pools + 1)
+        for index, channels in enumerate(widths):
+            convolutions += [
+                keras.layers.Conv2D(channels, 3, padding="same", name=f"conv_{index}"),
+                keras.layers.GroupNormalization(groups=-1, name=f"norm_{index}"),
+                keras.layers.ReLU(name=f"relu_{index}"),
+            ]
+            if index < pools:
+                convolutions.append(keras.layers.MaxPooling2D(2, name=f"pool_{index}"))
+        self.encoder = keras.Sequential(convolutions, name="encoder")
+        self.bridge = keras.layers.Dense(units, activation="tanh", name="bridge")
+        # Scaled dot-product scores q . k: the keys need the query's size.
+        self.key_projection = None
+        if attention == "scaled_dot":
+            self.key_projection = keras.layers.Dense(units, use_bias=False, name="key_projection")
+
+        # === Decoder: tokens + grid -> logits ===
+        self.embedding = keras.layers.Embedding(
+            VOCABULARY_SIZE, embedding_dim, mask_zero=True, name="embedding"
+        )
+        self.cell = keras_attention.AttentionRNNCell(
+            keras.layers.GRUCell(units, name="gru"),
+            make_attention(attention, units, attention_units),
+            attention_layer_size=units,
+            return_attention_weights=True,
+            name="attention_cell",
+        )
+        self.decoder = keras.layers.RNN(self.cell, return_sequences=True, name="decoder")
+        self.logits = keras.layers.Dense(VOCABULARY_SIZE, dtype="float32", name="logits")
+        # Build every weight now, so that a saved model loads into them.
+        self.attend(
+            ops.zeros((1, height, width, 1), "uint8"), ops.zeros((1, 1), "int32"), penalty=False
+        )
+        self.built = True
+
+    # ------------------------------------------------------------ encoder
+    def encode(self, images: Any, training: Any = None) -> tuple[Any, Any, list]:
+        """``(B, H, W[, 1])`` uint8 -> the memory's keys and values, the first GRU state.
+
+        Values ``(B, H', W', filters + 2)``: the CNN's grid and the cell
+        coordinates. Keys: the same (``attention_keys="features"``), or each
+        cell's own pixels and its coordinates, ``(B, H', W', pooling**2 + 2)``
+        (``"cell"``).
+        """
+        if len(images.shape) == 3:
+            images = images[..., None]
+        pixels = ops.cast(images, "float32")
+        grid = self.encoder(pixels, training=training)
+        rows, cols = self.grid
+        coordinates = ops.stack(
+            ops.meshgrid(ops.linspace(0.0, 1.0, rows), ops.linspace(0.0, 1.0, cols), indexing="ij"),
+            axis=-1,
+        )  # (H', W', 2)
+        coordinates = ops.zeros_like(grid[..., :2]) + coordinates  # (B, H', W', 2)
+        values = ops.concatenate([grid, coordinates], axis=-1)
+        keys = values
+        if self.attention_keys == "cell":
+            size = self.pooling
+            cells = ops.reshape(pixels / 255.0, (-1, rows, size, cols, size))
+            cells = ops.reshape(
+                ops.transpose(cells, (0, 1, 3, 2, 4)), (-1, rows, cols, size * size)
+            )
+            keys = ops.concatenate([cells, coordinates], axis=-1)  # (B, H', W', p*p + 2)
+        if self.key_projection is not None:
+            keys = self.key_projection(keys)  # (B, H', W', units)
+        first = self.bridge(ops.mean(grid, axis=(1, 2)))  # (B, units)
+        return keys, values, [first]
+
+    # ------------------------------------------------------------ teacher forcing
+    def attend(self, images: Any, caption_in: Any, training: Any = None, penalty: bool = True):
+        """Teacher-forced ``(logits (B, T, V), weights (B, T, H', W'))``."""
+        keys, values, first = self.encode(images, training)
+        embedded = self.embedding(caption_in)  # (B, T, E), masked after the caption
+        states = self.cell.initial_state(values, key=keys, cell_state=first)
+        outputs = self.decoder(embedded, initial_state=states, training=training)
+        attentional = outputs[..., self.units : 2 * self.units]  # a_t out of [h_t; a_t; w_t]
+        weights = self.cell.alignment_history(outputs)  # (B, T, H', W')
+        if penalty and self.doubly_stochastic > 0:
+            steps = ops.cast(ops.not_equal(caption_in, PAD_ID), weights.dtype)  # (B, T)
+            per_cell = ops.sum(weights * steps[:, :, None, None], axis=1)  # (B, H', W')
+            self.add_loss(
+                self.doubly_stochastic * ops.mean(ops.sum((1.0 - per_cell) ** 2, axis=(1, 2)))
+            )
+        return self.logits(attentional), weights
+
+    def call(self, inputs, training=None):
+        logits, _ = self.attend(inputs["image"], inputs["caption_in"], training)
+        return logits
+
+    # ------------------------------------------------------------ decoding
+    def initial_state(self, images: Any) -> tuple[dict[str, Any], tuple]:
+        """Encodes ``(B, H, W[, 1])`` once: the first decoder state and the projected memory."""
+        keys, values, first = self.encode(images)
+        full = self.cell.unpack_state(self.cell.initial_state(values, key=keys, cell_state=first))
+        state = {"cell": full.cell_states, "attention": full.attention, "weights": full.weights}
+        return state, (full.keys, full.values, full.mask)
+
+    def step(self, ids: Any, state: dict[str, Any], memory: tuple, index: Any = None):
+        """``(N,)`` previous ids -> ``(N, V)`` logits, the new state, ``(N, H'*W')`` weights."""
+        del index  # the GRU's state carries the position
+        embedded = ops.take(self.embedding.embeddings, ids, axis=0)  # (N, E)
+        full = AttentionRNNState(state["cell"], state["attention"], state["weights"], *memory)
+        _, states = self.cell(embedded, self.cell.pack_state(full))
+        new = self.cell.unpack_state(states)
+        state = {"cell": new.cell_states, "attention": new.attention, "weights": new.weights}
+        logits = ops.cast(self.logits(new.attention), "float32")
+        return logits, state, ops.cast(new.weights, "float32")
+
+    def search(self, images: Any, beam_size: int = 1) -> decoding.SearchResult:
+        """The best caption of greedy (``beam_size`` 1) or beam search, fields ``(B, ...)``.
+
+        ``ids`` ``(B, max_length)``, ``attention`` ``(B, max_length, H'*W')``.
+        """
+        state, memory = self.initial_state(images)
+        if beam_size != 1:
+            memory = decoding.tile_state(memory, beam_size)
+
+        def step(ids, state, index):
+            return self.step(ids, state, memory, index)
+
+        common = dict(start_id=START_ID, end_id=END_ID, max_length=self.max_length, pad_id=PAD_ID)
+        if beam_size == 1:
+            result = decoding.greedy_search(step, state, **common)
+        else:
+            result = decoding.beam_search(
+                step, state, beam_size=beam_size, early_stopping=True, **common
+            )
+        return keras.tree.map_structure(lambda x: x[:, 0], result)
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "height": self.height,
+            "width": self.width,
+            "pooling": self.pooling,
+            "filters": self.filters,
+            "units": self.units,
+            "attention": self.attention,
+            "attention_units": self.attention_units,
+            "embedding_dim": self.embedding_dim,
+            "doubly_stochastic": self.doubly_stochastic,
+            "max_length": self.max_length,
+            "attention_keys": self.attention_keys,
+        }
+
+
+def build_model(config) -> Captioner:
+    """The ``Captioner`` of a ``Config`` (``examples.captioning.config``)."""
+    return Captioner(
+        height=config.height,
+        width=config.width,
+        pooling=config.pooling,
+        filters=config.filters,
+        units=config.units,
+        attention=config.attention,
+        attention_units=config.attention_units,
+        embedding_dim=config.embedding_dim,
+        doubly_stochastic=config.doubly_stochastic,
+        max_length=config.max_digits + 1,
+        attention_keys=config.attention_keys,
+        name=f"captioner_{config.attention}",
+    )
