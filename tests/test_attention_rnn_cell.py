@@ -204,3 +204,29 @@ def test_initial_state_of_a_symbolic_memory_in_a_functional_model(name, rng):
     inputs = rng.normal(size=(2, 4, 3)).astype("float32")
     expected = to_numpy(rnn(inputs, initial_state=cell.initial_state(encoder)))
     np.testing.assert_allclose(model.predict([encoder, inputs], verbose=0), expected, atol=1e-5)
+
+
+def test_summary_of_a_model_stepping_the_cell_itself():
+    """``Model.summary`` calls ``compute_output_shape`` with the names ``build`` recorded
+    (``input_shape``); a subclassed model that runs the cell in ``keras.layers.RNN``
+    once failed there with "unexpected keyword argument 'input_shape'"."""
+    cell = AttentionRNNCell(keras.layers.GRUCell(8), BahdanauAttention(units=8))
+
+    class Decoder(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.cell = cell
+            self.rnn = keras.layers.RNN(cell, return_sequences=True)
+
+        def call(self, inputs):
+            targets, memory = inputs
+            return self.rnn(targets, initial_state=self.cell.initial_state(memory))
+
+    model = Decoder()
+    outputs = model([np.zeros((2, 5, 4), "float32"), np.zeros((2, 7, 6), "float32")])
+    assert tuple(outputs.shape) == (2, 5, cell.output_size)
+    lines = []
+    model.summary(print_fn=lambda line, **_: lines.append(line))
+    assert "rnn" in "".join(lines).lower()
+    output_shape, _ = cell.compute_output_shape(input_shape=(2, 4))
+    assert output_shape == (2, cell.output_size)

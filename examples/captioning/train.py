@@ -38,9 +38,9 @@ from examples.common import backend
 from examples.common import export as common_export
 from examples.common import recipes
 from examples.common import runs
+from examples.common.metrics import MaskedAccuracy  # token accuracy, pad left out
+from examples.common.plots import plot_history  # loss and masked_accuracy curves
 from examples.common.training import fit_resumable
-from examples.nmt.models.metrics import MaskedAccuracy  # token accuracy, pad left out
-from examples.nmt.plots import plot_history  # loss and masked_accuracy curves
 
 OUTPUTS = (
     runs.MODEL, runs.METRICS, runs.HISTORY, runs.TRAINING, runs.BACKUP, runs.CHECKPOINTS,

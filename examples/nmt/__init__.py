@@ -16,7 +16,8 @@ Laid out by role; a sentence goes text -> data -> models -> translator:
     models/: ``decoding`` (the ``initial_state``/``step`` interface and
         ``search_start``, its adapter to the package's searches,
         ``keras_attention.decoding``), ``rnn`` (``Seq2Seq``, Luong- and
-        Bahdanau-style decoders), ``transformer``, ``losses`` and ``metrics``.
+        Bahdanau-style decoders), ``transformer``, ``losses`` (the metric is
+        ``examples.common.metrics``).
     training/: ``pipeline`` (the whole run), ``fit`` (fit and resume, with
         ``examples.common.checkpointing``'s ``RunCheckpoint``), ``recipes``,
         ``distribution``.

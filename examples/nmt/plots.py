@@ -6,22 +6,14 @@ functions, so the rest of the example runs without them.
 
 from __future__ import annotations
 
-import csv
 import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-
-def _pyplot():
-    """``matplotlib.pyplot`` on the file-only Agg backend."""
-    import matplotlib  # noqa: PLC0415
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    return plt
+from examples.common.plots import plot_history  # noqa: F401  (plots.plot_history)
+from examples.common.plots import pyplot as _pyplot
 
 
 def save_attention_png(
@@ -35,30 +27,6 @@ def save_attention_png(
     ax.figure.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(ax.figure)
     return path
-
-
-def plot_history(path: str, output: str) -> None:
-    """Loss and token accuracy per epoch, train and validation, as a PNG."""
-    plt = _pyplot()
-    with open(path, encoding="utf-8") as file:
-        rows = list(csv.DictReader(file))
-    epochs = [int(row["epoch"]) + 1 for row in rows]
-    figure, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-    for ax, key in zip(axes, ("loss", "masked_accuracy")):
-        for prefix in ("", "val_"):
-            if rows and prefix + key in rows[0]:
-                ax.plot(
-                    epochs,
-                    [float(row[prefix + key]) for row in rows],
-                    marker="o",
-                    label=(prefix or "train_").rstrip("_"),
-                )
-        ax.set_xlabel("epoch")
-        ax.set_title(key)
-        ax.legend()
-    figure.tight_layout()
-    figure.savefig(output, dpi=100)
-    plt.close(figure)
 
 
 def save_heatmaps(samples: list[dict[str, Any]], directory: str) -> list[str]:

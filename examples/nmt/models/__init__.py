@@ -3,5 +3,5 @@
 ``decoding`` is the interface (``initial_state``/``step``) that ``rnn.Seq2Seq``
 and ``transformer.Transformer`` implement, and ``search_start``, which hands it
 to the package's greedy and beam searches (``keras_attention.decoding``);
-``losses`` and ``metrics`` are what training compiles.
+``losses`` is what training compiles, with ``examples.common.metrics``.
 """

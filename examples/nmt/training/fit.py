@@ -27,11 +27,11 @@ import keras
 from examples.common.batches import for_fit
 from examples.common.checkpointing import STATE
 from examples.common.checkpointing import RunCheckpoint
+from examples.common.metrics import MaskedAccuracy
 from examples.nmt import backend
 from examples.nmt import runs
 from examples.nmt.host import batches
 from examples.nmt.models.losses import MaskedCrossentropy
-from examples.nmt.models.metrics import MaskedAccuracy
 from examples.nmt.models.rnn import build_model
 from examples.nmt.models.transformer import build_transformer
 from examples.nmt.training import distribution

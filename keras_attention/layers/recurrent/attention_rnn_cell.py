@@ -184,8 +184,9 @@ class AttentionRNNCell(MemoryInState, keras.layers.Layer):
             size += sum(weights)
         return size
 
-    def compute_output_shape(self, inputs_shape, states_shape=None):
-        batch = inputs_shape[0]
+    def compute_output_shape(self, input_shape, states_shape=None):
+        # `input_shape`: the name `build` records, which `Model.summary` passes back.
+        batch = input_shape[0]
         if states_shape is None:
             states_shape = [(batch, size) for size in self.state_size]
         return (batch, self.output_size), [tuple(shape) for shape in states_shape]
