@@ -36,7 +36,7 @@ def test_decoding_steps_give_the_teacher_forced_logits(attention):
     for index in range(decoder_in.shape[1]):
         logits, state, weights = model.step(decoder_in[:, index], state, memory)
         logits = keras.ops.convert_to_numpy(logits)
-        real = decoder_in[:, index] != 0  # the padded step of row 1 is masked in training
+        real = decoder_in[:, index] != 0  # a padding step (after END) is not scored
         np.testing.assert_allclose(logits[real], forced[real, index], atol=1e-4)
         np.testing.assert_allclose(keras.ops.convert_to_numpy(weights).sum(-1), 1.0, atol=1e-5)
 
