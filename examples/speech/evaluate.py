@@ -132,6 +132,16 @@ def flat_scores(scores: dict[str, dict[str, float]]) -> dict[str, float]:
     }
 
 
+def parse_window(text: str) -> tuple[int, int] | None:
+    """``"BACK,FORWARD"`` as a pair of non-negative ints, or ``"none"`` as None."""
+    if text.lower() == "none":
+        return None
+    parts = text.split(",")
+    if len(parts) != 2 or not all(part.strip().isdigit() for part in parts):
+        raise runs.RunError(f"--inference-window {text}: expected BACK,FORWARD (e.g. 2,16) or none")
+    return int(parts[0]), int(parts[1])
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Scores a run's ``model.keras`` on its test sets, rebuilt from its config and ``--data``."""
     parser = argparse.ArgumentParser(
@@ -151,9 +161,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         config = recipes.load(Config, os.path.join(args.run, runs.CONFIG))
         model = runs.load_model(args.run)
         if args.inference_window is not None:
-            window = args.inference_window.lower()
-            sizes = None if window == "none" else tuple(int(x) for x in window.split(","))
-            listener.set_decoding_window(model, sizes)
+            listener.set_decoding_window(model, parse_window(args.inference_window))
         datasets = data.make_datasets(
             data.load_clips(args.data, config.max_clips_per_speaker), config
         )

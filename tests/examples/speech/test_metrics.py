@@ -73,3 +73,13 @@ def test_alignment_accuracy_matches_a_loop_on_random_cases():
     found = metrics.alignment_accuracy(attention, emitted, spans, counts, 10)
     assert found == pytest.approx(reference_accuracy(attention, emitted, spans, counts, 10))
     assert 0 < found < 1
+
+
+def test_evaluate_reads_an_inference_window():
+    from examples.common.runs import RunError
+    from examples.speech import evaluate
+
+    assert evaluate.parse_window("2,16") == (2, 16)
+    assert evaluate.parse_window("None") is None
+    with pytest.raises(RunError, match="expected BACK,FORWARD"):
+        evaluate.parse_window("2")
