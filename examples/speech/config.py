@@ -56,6 +56,6 @@ class Config:
     inference_window: tuple[int, int] | None = None
     # Training.
     batch_size: int = 32
-    epochs: int = 12
+    epochs: int = 20
     learning_rate: float = 0.002  # a fifth of it for the last quarter of the steps
     patience: int | None = None
