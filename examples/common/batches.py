@@ -45,7 +45,8 @@ class ArrayBatches(keras.utils.PyDataset):
         drop_remainder: leave out each pass's last, partial batch.
         pad_rows: pad each pass's last batch to ``batch_size`` rows, and add a
             sample weight (1 on real rows, 0 on padding) as the third element
-            of an ``(inputs, targets)`` pair.
+            of an ``(inputs, targets)`` pair, shaped as the targets when they
+            are one array (a per-token loss then weighs each token of a row).
     """
 
     def __init__(
@@ -98,7 +99,11 @@ class ArrayBatches(keras.utils.PyDataset):
             rows = np.concatenate([rows, np.full(self.batch_size - real, rows[0])])
         picked = keras.tree.map_structure(lambda array: array[rows], self.arrays)
         if self.pad_rows and isinstance(picked, tuple) and len(picked) == 2:
-            weights = (np.arange(len(rows)) < real).astype("float32")
+            weights = (np.arange(len(rows)) < real).astype("float32")  # (B,)
+            targets = picked[1]
+            if isinstance(targets, np.ndarray) and targets.ndim > 1:
+                extra = (1,) * (targets.ndim - 1)
+                weights = np.broadcast_to(weights.reshape(-1, *extra), targets.shape).copy()
             return (*picked, weights)
         return picked
 

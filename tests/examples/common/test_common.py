@@ -99,9 +99,13 @@ def test_batches_in_order_padded_and_bad_input():
     ordered = ArrayBatches({"x": x}, 2)
     assert len(ordered) == 3
     np.testing.assert_array_equal(ordered[2]["x"], [[4.0]])
-    padded = ArrayBatches((x, x), 2, pad_rows=True)
+    padded = ArrayBatches((x, x[:, 0]), 2, pad_rows=True)
     inputs, _, weights = padded[2]
     assert inputs.shape == (2, 1) and weights.tolist() == [1.0, 0.0]
+    tokens = np.arange(15).reshape(5, 3)  # per-token targets: a weight a token
+    _, targets, weights = ArrayBatches((x, tokens), 2, pad_rows=True)[2]
+    assert targets.shape == weights.shape == (2, 3)
+    assert weights.tolist() == [[1.0, 1.0, 1.0], [0.0, 0.0, 0.0]]
     assert ArrayBatches((x, x), 2, drop_remainder=True).per_pass == 2
     with pytest.raises(ValueError, match="share their first axis"):
         ArrayBatches((x, x[:3]), 2)
