@@ -64,17 +64,19 @@ def fit_resumable(
     if done:
         print(f"Resuming after epoch {done} (backup in {backup}).")
     steps = train.per_pass
-    model.fit(
-        for_fit(train.skip(done * steps)),
-        steps_per_epoch=steps,
-        validation_data=for_fit(validation, repeat=True),
-        validation_steps=len(validation),
-        initial_epoch=done,
-        epochs=done if checkpoint.state["stopped"] else epochs,
-        callbacks=[stopping, checkpoint, *callbacks],
-        verbose=verbose,
-        shuffle=False,
-    )
+    last = done if checkpoint.state["stopped"] else epochs
+    if done < last:  # else killed after its last epoch's commit: nothing left to train
+        model.fit(
+            for_fit(train.skip(done * steps)),
+            steps_per_epoch=steps,
+            validation_data=for_fit(validation, repeat=True),
+            validation_steps=len(validation),
+            initial_epoch=done,
+            epochs=last,
+            callbacks=[stopping, checkpoint, *callbacks],
+            verbose=verbose,
+            shuffle=False,
+        )
     state = checkpoint.state
     checkpoint.restore_best(model)
     summary = {

@@ -161,6 +161,14 @@ def test_fit_resumable_saves_the_best_epoch_and_a_killed_run_resumes(tmp_path):
     assert len(history) == 5  # the header and four epochs, none twice
     loaded = keras.saving.load_model(os.path.join(part, runs.MODEL))
     np.testing.assert_allclose(loaded.predict(x, verbose=0), whole.predict(x, verbose=0), 1e-5)
+    # Killed after the last epoch's commit, before model.keras: the rerun only saves.
+    end = str(tmp_path / "end")
+    with pytest.raises(Killed):
+        fit_resumable(_model(), train(), validation, end, 4, callbacks=[KillAfter(4)], verbose=0)
+    finished, summary = fit_resumable(_model(), train(), validation, end, 4, verbose=0)
+    assert summary["epochs"] == 4 and os.path.isfile(os.path.join(end, runs.MODEL))
+    for ours, theirs in zip(finished.get_weights(), whole.get_weights()):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.backend_independent
