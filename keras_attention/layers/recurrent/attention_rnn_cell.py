@@ -236,17 +236,10 @@ class AttentionRNNCell(MemoryInState, keras.layers.Layer):
 
     def _initial_state(self, value, key, value_mask, cell_state, names=MEMORY_ARGUMENTS):
         """`initial_state`, its errors naming the caller's arguments (`names`: value, key, mask)."""
-        count, multiple = len(self._attentions), self._multiple
-        values = options.per_attention(value, count, multiple, names[0])
-        keys = options.per_attention(key, count, multiple, names[1])
-        keys = [v if k is None else k for v, k in zip(values, keys)]
-        masks = options.per_attention(value_mask, count, multiple, names[2])
-        listed = multiple and isinstance(value_mask, (list, tuple))
-        for index, (v, mask) in enumerate(zip(values, masks)):
-            if mask is not None:  # (B, Tv) or (B, *grid), as its memory
-                where = f"{names[2]}[{index}]" if listed else names[2]
-                expected = tuple(validation.static(d) for d in v.shape[:-1])
-                validation.mask_shape("AttentionRNNCell", where, mask, expected)
+        multiple = self._multiple
+        values, keys, masks = options.memories(
+            value, key, value_mask, len(self._attentions), multiple, names
+        )
         self._build_memory(
             [tuple(v.shape) for v in values] if multiple else tuple(values[0].shape),
             [tuple(k.shape) for k in keys] if multiple else tuple(keys[0].shape),

@@ -161,6 +161,25 @@ def attention_denses(sizes, activation_fn, multiple, dtype):
     return denses if multiple else denses[0]
 
 
+def memories(value, key, value_mask, count, multiple, names):
+    """Each attention's `(value, key, mask)`, checked; `names` are the caller's arguments.
+
+    A key left None is its value; a mask must have its memory's `(B, Tv)` or
+    `(B, *grid)` shape.
+    """
+    values = per_attention(value, count, multiple, names[0])
+    keys = per_attention(key, count, multiple, names[1])
+    keys = [v if k is None else k for v, k in zip(values, keys)]
+    masks = per_attention(value_mask, count, multiple, names[2])
+    listed = multiple and isinstance(value_mask, (list, tuple))
+    for index, (v, mask) in enumerate(zip(values, masks)):
+        if mask is not None:
+            where = f"{names[2]}[{index}]" if listed else names[2]
+            expected = tuple(validation.static(d) for d in v.shape[:-1])
+            validation.mask_shape(OWNER, where, mask, expected)
+    return values, keys, masks
+
+
 def per_attention(value, count, multiple, name, shapes=False):
     """One entry per attention: a list of `count`, or `value` for each of them.
 
