@@ -169,6 +169,10 @@ INTERNAL = {
         "the argument checks every layer and function shares; their messages are"
         " public behaviour, the functions are not"
     ),
+    "keras_attention.call_checks": (
+        "the call contract's shape, dtype and mask checks every layer shares; their"
+        " messages are public behaviour, the functions are not"
+    ),
     "keras_attention.precision": (
         "the dtype the sensitive math runs in, a rule of the layers and `ops`, not a tool"
     ),

@@ -48,6 +48,7 @@ import math
 
 from keras import ops
 
+from keras_attention import call_checks
 from keras_attention import validation
 from keras_attention.precision import math_dtype
 
@@ -174,7 +175,7 @@ def rotary_embedding(x, positions, base: float = 10000.0, rope_scaling=None):
     base = validation.positive_number(owner, "base", base)
     rope_scaling = validation.rope_scaling(owner, "rope_scaling", rope_scaling)
     x = ops.convert_to_tensor(x)
-    features = validation.static(x.shape[-1])
+    features = call_checks.static(x.shape[-1])
     if features is None or features % 2:
         validation.fail(
             owner,

@@ -35,7 +35,7 @@ import keras
 from keras import ops
 
 from keras_attention import backends
-from keras_attention import validation
+from keras_attention import call_checks
 
 __all__ = [
     "AdditiveScore",
@@ -91,7 +91,7 @@ class DotScore:
         soft_cap: float | None = None,
     ):
         self.scale = None if scale is None else float(scale)
-        self.feature_size = validation.static(feature_size)
+        self.feature_size = call_checks.static(feature_size)
         self.soft_cap = None if soft_cap is None else float(soft_cap)
 
     def _logit_factor(self, x) -> float:

@@ -32,8 +32,8 @@ and reorder it like any other state. `call` and `attend` keep their returns
 import keras
 from keras import ops
 
+from keras_attention import call_checks
 from keras_attention import masks as masks_lib
-from keras_attention import validation
 from keras_attention.layers import grid as grid_lib
 
 
@@ -157,7 +157,7 @@ class BaseAttention(keras.layers.Layer):
         if value is None:  # self-attention, e.g. inside `keras.Sequential`
             value, value_mask = query, query_mask if value_mask is None else value_mask
         key = value if key is None else key
-        validation.check_call(
+        call_checks.check_call(
             self._owner,
             query,
             value,
@@ -216,4 +216,4 @@ class BaseAttention(keras.layers.Layer):
         return context, keras.KerasTensor(weights_shape, dtype=self.compute_dtype)
 
     def _fail(self, argument, expected, received):
-        validation.call_fail(self._owner, argument, expected, received)
+        call_checks.call_fail(self._owner, argument, expected, received)

@@ -28,7 +28,7 @@ from typing import NamedTuple
 import keras
 from keras import ops
 
-from keras_attention import validation
+from keras_attention import call_checks
 
 
 def sizes(x) -> list:
@@ -237,7 +237,7 @@ def output_spec_over_axes(layer, query, value, key, masks: dict, return_weights)
 
 def _checked_axes(layer, query, value, key, query_mask, value_mask, masks) -> tuple:
     owner = layer._owner  # noqa: SLF001  (the layer's name, as its own messages give it)
-    axes = validation.check_attention_axes_call(
+    axes = call_checks.check_attention_axes_call(
         owner,
         layer.attention_axes,
         query,
@@ -248,7 +248,7 @@ def _checked_axes(layer, query, value, key, query_mask, value_mask, masks) -> tu
         masks["attention_mask"],
     )
     if len(axes) > 1 and getattr(layer, "rotary", False):
-        validation.call_fail(
+        call_checks.call_fail(
             owner,
             "attention_axes",
             "one axis with rotary=True (rotary positions lie on one axis)",

@@ -32,6 +32,7 @@ from __future__ import annotations
 import keras
 
 from keras_attention import backends
+from keras_attention import call_checks
 from keras_attention import validation
 from keras_attention.memory_efficient.chunked import DEFAULT_ADDITIVE_BLOCK_SIZE
 from keras_attention.memory_efficient.chunked import DEFAULT_DOT_BLOCK_SIZE
@@ -260,7 +261,7 @@ def call_path(layer, score_kind, query, value_features, masks, dropout, return_w
     `units` and `logit_soft_cap`; `fused_attention_refusal` and
     `choose_implementation` decide.
     """
-    static = validation.static
+    static = call_checks.static
     query_length = static(query.shape[-2])
     value_length = static(value_features.shape[-2])
     dk, dv = static(query.shape[-1]), static(value_features.shape[-1])

@@ -2,6 +2,7 @@ import keras
 from keras import ops
 
 from keras_attention import backends
+from keras_attention import call_checks
 from keras_attention import masks as masks_lib
 from keras_attention import ops as attention_ops
 from keras_attention import validation
@@ -182,7 +183,7 @@ class AlignmentAttention(BaseAttention):
         `noise`: this step's slice `(B, Tv)` of `draw_noise`, from a caller
         that draws outside its loop; None draws it here.
         """
-        validation.step_query(
+        call_checks.step_query(
             self._owner,
             query,
             "attend",
@@ -227,7 +228,7 @@ class AlignmentAttention(BaseAttention):
         `noise`: this step's slice `(B, Tv)` of `draw_noise`, from a caller
         that draws outside its loop; None draws it here.
         """
-        validation.step_query(self._owner, query)
+        call_checks.step_query(self._owner, query)
         return self.attend(
             query,
             key_features,

@@ -32,6 +32,7 @@ step see a sequence.
 import keras
 from keras import ops
 
+from keras_attention import call_checks
 from keras_attention import masks as masks_lib
 from keras_attention import memory_efficient
 from keras_attention import ops as attention_ops
@@ -128,7 +129,7 @@ class ContentAttention(BaseAttention):
         training=None,
     ):
         """One `(B, dq)` query: `(context (B, d_out), weights (B, [H,] Tv or *grid), {})`."""
-        validation.step_query(self._owner, query)
+        call_checks.step_query(self._owner, query)
         context, weights = self.attend(
             query,
             key_features,

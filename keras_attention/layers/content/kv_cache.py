@@ -15,6 +15,7 @@ import numbers
 import keras
 from keras import ops
 
+from keras_attention import call_checks
 from keras_attention import masks as masks_lib
 from keras_attention import validation
 
@@ -154,8 +155,8 @@ class KeyValueCacheMixin:
             )
         if isinstance(index, numbers.Integral) or not hasattr(index, "shape"):
             index = validation.integer(self._owner, "index", index, minimum=0)
-            steps = 1 if len(query.shape) == 2 else validation.static(query.shape[1])
-            length = validation.static(key_cache.shape[2])
+            steps = 1 if len(query.shape) == 2 else call_checks.static(query.shape[1])
+            length = call_checks.static(key_cache.shape[2])
             if steps is not None and length is not None and index + steps > length:
                 validation.fail(
                     self._owner,

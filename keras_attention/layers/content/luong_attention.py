@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from keras_attention import call_checks
 from keras_attention import scores
 from keras_attention import validation
 from keras_attention.layers.content.content_attention import ContentAttention
@@ -117,7 +118,7 @@ class LuongAttention(KernelArgsMixin, ContentAttention):
             self.g = self.add_weight(name="g", shape=(), initializer="ones")
 
     def _validate_features(self, query, key, value):
-        dq, dk = validation.static(query.shape[-1]), validation.static(key.shape[-1])
+        dq, dk = call_checks.static(query.shape[-1]), call_checks.static(key.shape[-1])
         if self.score_mode == "dot" and dq is not None and dk is not None and dq != dk:
             self._fail(
                 "key",

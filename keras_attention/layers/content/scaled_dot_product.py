@@ -2,6 +2,7 @@ import math
 
 import keras
 
+from keras_attention import call_checks
 from keras_attention import scores
 from keras_attention import validation
 from keras_attention.layers.content.content_attention import ContentAttention
@@ -60,7 +61,7 @@ class ScaledDotProduct(ContentAttention):
         self.scale = validation.number("ScaledDotProduct", "scale", scale, allow_none=True)
 
     def _validate_features(self, query, key, value):
-        dq, dk = validation.static(query.shape[-1]), validation.static(key.shape[-1])
+        dq, dk = call_checks.static(query.shape[-1]), call_checks.static(key.shape[-1])
         if dq is not None and dk is not None and dq != dk:
             self._fail("key", f"the query's feature size {dq}", f"key feature size {dk}")
         if self.scale is None and dq is None and dk is None:
@@ -71,7 +72,7 @@ class ScaledDotProduct(ContentAttention):
             )
 
     def _score(self, query, key):
-        size = validation.static(query.shape[-1]) or validation.static(key.shape[-1])
+        size = call_checks.static(query.shape[-1]) or call_checks.static(key.shape[-1])
         scale = self.scale if self.scale is not None else 1.0 / math.sqrt(size)
         return scores.DotScore(scale, size), query, key, ()
 

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_attention import call_checks
 from keras_attention import validation
 from keras_attention.layers.kernel_args import sublayer_initializer
 from keras_attention.layers.positional.positional_base import PositionalBase
@@ -88,7 +89,7 @@ class LearnedPositionalEmbedding(PositionalBase):
 
     def call(self, inputs, start_index=0, positions=None):
         start_index = self._check_inputs(inputs, start_index, positions)
-        length = validation.static(inputs.shape[1])
+        length = call_checks.static(inputs.shape[1])
         if positions is None and length is not None and isinstance(start_index, int):
             if start_index + length > self.max_length:
                 validation.fail(

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_attention import call_checks
 from keras_attention import validation
 from keras_attention.layers.positional.positional_base import PositionalBase
 
@@ -60,7 +61,7 @@ class SinusoidalPositionalEncoding(PositionalBase):
 
     def call(self, inputs, start_index=0, positions=None):
         start_index = self._check_inputs(inputs, start_index, positions)
-        features = validation.static(inputs.shape[-1])
+        features = call_checks.static(inputs.shape[-1])
         if features is None:
             validation.fail(
                 self._owner,

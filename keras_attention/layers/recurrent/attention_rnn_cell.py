@@ -4,7 +4,6 @@ from keras import ops
 from keras_attention import validation
 from keras_attention.layers.recurrent import attention_rnn_options as options
 from keras_attention.layers.recurrent.attention_rnn_state import AttentionRNNState
-from keras_attention.layers.recurrent.attention_rnn_state import StateLayout
 from keras_attention.layers.recurrent.memory_in_state import MemoryInState
 
 __all__ = ["AttentionRNNCell", "AttentionRNNState"]  # the state, from here as before
@@ -149,24 +148,8 @@ class AttentionRNNCell(MemoryInState, keras.layers.Layer):
         return tuple(layers) if self._multiple else (layers,)
 
     @property
-    def _cell_state_sizes(self):
-        size = self.cell.state_size
-        return list(size) if isinstance(size, (list, tuple)) else [size]
-
-    @property
     def _cell_output_size(self):
         return getattr(self.cell, "output_size", None) or self._cell_state_sizes[0]
-
-    @property
-    def _attention_size(self):
-        return self._layout.attention_size
-
-    @property
-    def state_size(self):
-        if self._layout is None:  # sizes for counting before the memory is known
-            counts = [len(attention.alignment_state_keys) for attention in self._attentions]
-            return StateLayout.placeholder_sizes(self._cell_state_sizes, counts)
-        return self._layout.state_size(self.output_size)
 
     @property
     def output_size(self):

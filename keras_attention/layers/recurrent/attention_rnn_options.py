@@ -11,6 +11,7 @@ import numbers
 import keras
 from keras import ops
 
+from keras_attention import call_checks
 from keras_attention import validation
 from keras_attention.layers.base import BaseAttention
 
@@ -175,8 +176,8 @@ def memories(value, key, value_mask, count, multiple, names):
     for index, (v, mask) in enumerate(zip(values, masks)):
         if mask is not None:
             where = f"{names[2]}[{index}]" if listed else names[2]
-            expected = tuple(validation.static(d) for d in v.shape[:-1])
-            validation.mask_shape(OWNER, where, mask, expected)
+            expected = tuple(call_checks.static(d) for d in v.shape[:-1])
+            call_checks.mask_shape(OWNER, where, mask, expected)
     return values, keys, masks
 
 

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import keras
 from keras import ops
 
+from keras_attention import call_checks
 from keras_attention import validation
 
 
@@ -92,7 +93,7 @@ class MemoryLayout(NamedTuple):
         cell's output size and `attention_layer` the layer making `a_t` from
         `[h_t; c_t]` (None: `a_t` is the context).
         """
-        length = validation.static(value_shape[1])
+        length = call_checks.static(value_shape[1])
         heads = (attention.num_heads,) if attention.has_heads else ()
         names = tuple(attention.alignment_state_keys)
         sizes = attention.alignment_state_sizes(length)
@@ -123,7 +124,7 @@ class MemoryLayout(NamedTuple):
 
 def _product(*dims):
     """The product of `dims`, or None when one is unknown."""
-    return None if any(validation.static(d) is None for d in dims) else math.prod(dims)
+    return None if any(call_checks.static(d) is None for d in dims) else math.prod(dims)
 
 
 def projected_dims(attention, key_dim, value_dim):

@@ -18,7 +18,7 @@ Any other rank is refused here, naming the argument.
 
 from keras import ops
 
-from keras_attention import validation
+from keras_attention import call_checks
 from keras_attention.layers import grid as grid_lib
 from keras_attention.layers.recurrent import attention_rnn_options as options
 from keras_attention.layers.recurrent.attention_rnn_state import MemoryLayout
@@ -37,7 +37,23 @@ def _flat_shape(shape, grid):
 
 
 class MemoryInState:
-    """The memory and the draws of an `AttentionRNNCell` (a mixin of the cell)."""
+    """The memory, the state sizes and the draws of an `AttentionRNNCell` (a mixin of the cell)."""
+
+    @property
+    def _cell_state_sizes(self):
+        size = self.cell.state_size
+        return list(size) if isinstance(size, (list, tuple)) else [size]
+
+    @property
+    def _attention_size(self):
+        return self._layout.attention_size
+
+    @property
+    def state_size(self):
+        if self._layout is None:  # sizes for counting before the memory is known
+            counts = [len(attention.alignment_state_keys) for attention in self._attentions]
+            return StateLayout.placeholder_sizes(self._cell_state_sizes, counts)
+        return self._layout.state_size(self.output_size)
 
     def _build_memory(self, value_shape, key_shape, argument="value"):
         count = len(self._attentions)
@@ -77,11 +93,11 @@ class MemoryInState:
                         "*grid, features), as BahdanauAttention, LuongAttention and "
                         "ScaledDotProduct do"
                     )
-                validation.call_fail(OWNER, where, expected, f"shape {value}")
+                call_checks.call_fail(OWNER, where, expected, f"shape {value}")
             if len(key) != len(value):
                 received = f"key shape {key}, value shape {value}"
                 name = f"key[{index}]" if self._multiple else "key"
-                validation.call_fail(OWNER, name, f"the rank of `{where}`", received)
+                call_checks.call_fail(OWNER, name, f"the rank of `{where}`", received)
             grids.append(tuple(value[1:-1]) if grid else ())
         return grids
 
