@@ -54,8 +54,8 @@ import tensorflow as tf
 
 from examples.common import export as common_export
 from examples.nmt import translator as translation
+from examples.nmt.host.vocabularies import Vocabularies
 from examples.nmt.models.decoding import Decoder
-from examples.nmt.text.vocabularies import Vocabularies
 
 _TEXTS = translation.TEXTS
 _MAX_LENGTH = tf.TensorSpec([], tf.int32, name="max_length")
@@ -104,8 +104,9 @@ class Translator(tf.Module):
         self.max_length = max_length
         self.max_source_length = max_source_length or max_length
         self.beam_size, self.alpha, self.beta = beam_size, alpha, beta
-        self.source_vocabulary = vocabularies.source  # tracks the tokenizer's tables
-        self.target_vocabulary = vocabularies.target
+        engines = vocabularies.tensorflow()  # the same vocabularies as graph ops
+        self.source_vocabulary = engines.source  # tracks the tokenizer's tables
+        self.target_vocabulary = engines.target
 
         # Tensor defaults: saved with the function and used when an input is left out.
         default_max_length = tf.constant(max_length, tf.int32)
@@ -138,7 +139,7 @@ class Translator(tf.Module):
     ) -> dict:
         outputs = translation.translate(
             self._decoder.model,
-            Vocabularies(self.source_vocabulary, self.target_vocabulary),
+            Vocabularies(self.source_vocabulary, self.target_vocabulary),  # TensorFlow's
             texts,
             max_length=max_length,
             max_source_length=self.max_source_length,
@@ -210,7 +211,7 @@ def export_run(
             "an ensemble or --average-checkpoints needs --output: the run's own "
             f"{SAVED_MODEL}/ stays its best epoch alone (translate.py uses it)"
         )
-    model, vocabularies = runs.load_runs(folders, average_checkpoints, tensorflow=True)
+    model, vocabularies = runs.load_runs(folders, average_checkpoints)
     config = runs.load_config(folders[0]) or {}
     return export_translator(
         model,

@@ -40,6 +40,7 @@ from examples.common.runs import save_weights  # noqa: F401  (runs.save_weights)
 from examples.common.runs import write_history  # noqa: F401  (runs.write_history)
 from examples.common.runs import write_json
 from examples.nmt.cli import RunError
+from examples.nmt.host.vocabularies import Vocabularies
 from examples.nmt.models import rnn as _rnn  # noqa: F401  (registers Seq2Seq for loading)
 from examples.nmt.models import transformer as _transformer  # noqa: F401  (registers it)
 from examples.nmt.models.decoding import Decoder
@@ -110,19 +111,15 @@ RESUME_IRRELEVANT = frozenset(
 )
 
 
-def load_vocabularies(directory: str, tensorflow: bool = False) -> Any:
-    """A run's vocabularies: Python tokenizers, or with ``tensorflow`` TensorFlow Text ops
-    (the SavedModel's, ``examples.nmt.text.vocabularies``), from the same files."""
-    if tensorflow:
-        from examples.nmt.text.vocabularies import Vocabularies  # noqa: PLC0415
-    else:
-        from examples.nmt.host.vocabularies import Vocabularies  # noqa: PLC0415
+def load_vocabularies(directory: str) -> Vocabularies:
+    """A run's vocabularies (``examples.nmt.host.vocabularies``: ``tensorflow()`` gives the
+    SavedModel's graph ops of the same files)."""
     return Vocabularies.load(directory)
 
 
 def load_run(
-    directory: str, average_checkpoints: int | None = None, tensorflow: bool = False
-) -> tuple[keras.Model, Any]:
+    directory: str, average_checkpoints: int | None = None
+) -> tuple[keras.Model, Vocabularies]:
     """``model.keras`` and the vocabularies of a train.py output dir (``load_vocabularies``).
 
     With ``average_checkpoints`` N, the model holds the element-wise mean of
@@ -135,12 +132,12 @@ def load_run(
     model = keras.saving.load_model(path, compile=False)
     if average_checkpoints is not None:
         model.set_weights(averaged_weights(directory, average_checkpoints))
-    return model, load_vocabularies(directory, tensorflow)
+    return model, load_vocabularies(directory)
 
 
 def load_runs(
-    directories: Sequence[str], average_checkpoints: int | None = None, tensorflow: bool = False
-) -> tuple[Decoder, Any]:
+    directories: Sequence[str], average_checkpoints: int | None = None
+) -> tuple[Decoder, Vocabularies]:
     """``load_run`` of one run, or an ``Ensemble`` of several, with the first run's vocabularies.
 
     The runs of an ensemble must share both vocabularies: the target one (the
@@ -148,7 +145,7 @@ def load_runs(
     (they read the same source ids, and their attention is averaged over the
     same source tokens).
     """
-    loaded = [load_run(directory, average_checkpoints, tensorflow) for directory in directories]
+    loaded = [load_run(directory, average_checkpoints) for directory in directories]
     if len(loaded) == 1:
         return loaded[0]
     first = loaded[0][1]

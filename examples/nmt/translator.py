@@ -41,13 +41,13 @@ import tensorflow as tf
 
 from examples.nmt import backend
 from examples.nmt.host.translation import sentences  # noqa: F401  (translator.sentences)
+from examples.nmt.host.vocabularies import Vocabularies
 from examples.nmt.models.decoding import Decoder
 from examples.nmt.models.decoding import Int
 from examples.nmt.models.decoding import Real
 from examples.nmt.models.decoding import search
 from examples.nmt.text.special import PAD_ID
 from examples.nmt.text.special import UNK_ID
-from examples.nmt.text.vocabularies import Vocabularies
 from keras_attention import decoding
 
 TEXTS = tf.TensorSpec([None], tf.string, name="texts")

@@ -17,10 +17,10 @@ import tensorflow as tf
 
 from examples.nmt import backend
 from examples.nmt import translator
+from examples.nmt.host.vocabularies import TokenVocabulary
+from examples.nmt.host.vocabularies import Vocabularies
 from examples.nmt.models.rnn import build_model
 from examples.nmt.models.transformer import build_transformer
-from examples.nmt.text.vocabularies import Vocabularies
-from examples.nmt.text.words import Vocabulary
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]  # the repository
 
@@ -32,8 +32,9 @@ HEADS = 2
 
 
 def tiny_vocabularies(source: int = len(TOKENS), target: int = len(TOKENS)):
-    """Word vocabularies of the first ``source`` and ``target`` of ``TOKENS``."""
-    return Vocabularies(Vocabulary(TOKENS[:source]), Vocabulary(TOKENS[:target]))
+    """Word vocabularies of the first ``source`` and ``target`` of ``TOKENS``
+    (``.tensorflow()``: their TensorFlow engine)."""
+    return Vocabularies(TokenVocabulary(TOKENS[:source]), TokenVocabulary(TOKENS[:target]))
 
 
 def tiny_model(

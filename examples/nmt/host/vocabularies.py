@@ -1,12 +1,14 @@
-"""A run's vocabularies on the host: the files of ``examples.nmt.text``, read without TensorFlow.
+"""A run's vocabularies: one object each, with two engines (as KerasHub's tokenizers).
 
 ``TokenVocabulary`` (words, letters, symbols: a token list) and
-``SentencePieceVocabulary`` (the ``sentencepiece`` package's processor) have
-the methods of the TensorFlow ones: ``encode`` (strings -> lists of ids, no
-special ids), ``decode`` (ids -> strings, stopping at ``[END]``), ``tokens``,
-``file_name``, ``save`` and ``load``, and are saved in the same files, the same
-bytes (``examples.nmt.host.text`` defines both). ``Vocabularies`` is a run's
-pair; ``build_vocabularies`` makes it from the training split's texts.
+``SentencePieceVocabulary`` (a SentencePiece model's bytes) are built from the
+training split's texts (``build_vocabularies``), saved into and loaded from a
+run's folder, and run eagerly in plain Python (``encode``: strings -> lists of
+ids, no special ids; ``decode``: ids -> strings, stopping at ``[END]``), on
+every backend, without TensorFlow. ``tensorflow()`` gives the same vocabulary
+as graph ops (``examples.nmt.text``: TensorFlow Text, lookup tables), which
+only the SavedModel needs; tests hold the two engines equal, text by text.
+``Vocabularies`` is a run's pair.
 """
 
 from __future__ import annotations
@@ -59,6 +61,12 @@ class TokenVocabulary:
             for row in ids
         ]
 
+    def tensorflow(self) -> Any:
+        """The same vocabulary as TensorFlow ops (``examples.nmt.text.words``), for a graph."""
+        from examples.nmt.text.words import KINDS  # noqa: PLC0415  (TensorFlow: export only)
+
+        return KINDS[self.kind](self.tokens)
+
 
 class SentencePieceVocabulary:
     """A SentencePiece model (its serialized bytes), run by the ``sentencepiece`` package."""
@@ -94,6 +102,12 @@ class SentencePieceVocabulary:
     def decode(self, ids: Iterable[Iterable[int]]) -> list[str]:
         return [self._processor.decode(text.content(row)) for row in ids]
 
+    def tensorflow(self) -> Any:
+        """The same model run by TensorFlow Text (``text.sentencepiece_vocabulary``)."""
+        from examples.nmt.text import sentencepiece_vocabulary  # noqa: PLC0415  (export only)
+
+        return sentencepiece_vocabulary.SentencePieceVocabulary(self.model)
+
 
 Vocabulary = TokenVocabulary | SentencePieceVocabulary
 
@@ -119,7 +133,12 @@ def load_vocabulary(directory: str | os.PathLike, side: str) -> Vocabulary:
 
 
 class Vocabularies(NamedTuple):
-    """Source and target vocabularies, in the files of ``examples.nmt.text.vocabularies``."""
+    """Source and target vocabularies, saved as two files in a run's folder.
+
+    Either side is a word vocabulary (``{side}_vocabulary.txt``), letters
+    (``{side}_letters.txt``), symbols (``{side}_symbols.txt``) or a
+    SentencePiece model (``{side}_sentencepiece.model``).
+    """
 
     source: Any
     target: Any
@@ -133,9 +152,20 @@ class Vocabularies(NamedTuple):
     def load(cls, directory: str | os.PathLike) -> Vocabularies:
         return cls(load_vocabulary(directory, "source"), load_vocabulary(directory, "target"))
 
+    def tensorflow(self) -> Vocabularies:
+        """Both sides as TensorFlow ops (``tensorflow()`` of each), for the SavedModel."""
+        return Vocabularies(self.source.tensorflow(), self.target.tensorflow())
+
 
 def build_vocabulary(texts: Sequence[str], kind: str, max_size: int | None = None) -> Vocabulary:
-    """A vocabulary of ``kind`` (``text.TOKENIZERS``), as ``text.vocabularies.build_vocabulary``."""
+    """A vocabulary of ``kind`` (``text.TOKENIZERS``) of ``texts``.
+
+    ``"words"``: lower-cased word tokens; ``"letters"``: lower-cased
+    characters, white space one boundary token; ``"symbols"``:
+    white-space-separated fields, case kept (phonemes); ``"unigram"``,
+    ``"bpe"``, ``"char"``: a SentencePiece model of that type, case kept,
+    ``max_size`` pieces (8,000 when None) or fewer on a small corpus.
+    """
     if kind in text.SPLITTERS:
         counts: collections.Counter = collections.Counter()
         split = text.SPLITTERS[kind]

@@ -1,9 +1,10 @@
-"""SentencePiece vocabularies: learned with ``sentencepiece``, run by TensorFlow Text.
+"""SentencePiece vocabularies run by TensorFlow Text (the SavedModel's engine).
 
-``SentencePieceVocabulary.train`` learns a unigram, BPE or character model
-from the training text only, case kept, NFKC-normalized by
-``examples.nmt.text.normalization.normalize``; the model is a byte string, saved as
-``{side}_sentencepiece.model`` in a run's folder. Encoding and decoding are
+A run learns its unigram, BPE or character model from the training text
+only, case kept, NFKC-normalized, in plain Python
+(``examples.nmt.host.vocabularies``), and saves its bytes as
+``{side}_sentencepiece.model``; its ``tensorflow()`` is the class here.
+Encoding and decoding are
 ``tensorflow_text.SentencepieceTokenizer`` ops, so a SavedModel holding the
 vocabulary tokenizes and detokenizes by itself, exactly as training did:
 ``"Let's go."`` -> ``["▁Let", "'", "s", "▁go", "."]`` -> ``"Let's go."``.
@@ -17,7 +18,6 @@ A ``"char"`` model has no word-boundary piece (``add_dummy_prefix`` off), so
 from __future__ import annotations
 
 import hashlib
-import os
 
 import sentencepiece
 import tensorflow as tf
@@ -83,38 +83,6 @@ class SentencePieceVocabulary(tf.Module):
 
     def __len__(self) -> int:
         return len(self.tokens)
-
-    @classmethod
-    def train(
-        cls, texts: tf.data.Dataset, model_type: str = "unigram", vocab_size: int = 8000
-    ) -> SentencePieceVocabulary:
-        """Learns a model from ``(B,)`` string batches (``host.text.train_sentencepiece``).
-
-        ``vocab_size`` counts the reserved pieces; a small corpus may yield
-        fewer pieces (no error). Every character of the text is kept
-        (``character_coverage=1.0``), so no training character maps to ``[UNK]``.
-        """
-
-        def sentences():
-            for batch in texts.map(normalize):
-                yield from (text.decode("utf-8") for text in batch.numpy())
-
-        # The trainer's settings are the host pipeline's too: the same model bytes.
-        return cls(host_text.train_sentencepiece(sentences(), model_type, vocab_size))
-
-    @staticmethod
-    def file_name(side: str) -> str:
-        """The file of a run's ``side`` (``"source"``/``"target"``) model."""
-        return f"{side}_sentencepiece.model"
-
-    def save(self, path: str | os.PathLike) -> None:
-        with open(path, "wb") as file:
-            file.write(self.model)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> SentencePieceVocabulary:
-        with open(path, "rb") as file:
-            return cls(file.read())
 
     def encode(self, texts: tf.Tensor) -> tf.RaggedTensor:
         """``(B,)`` strings -> ``(B, None)`` int32 piece ids, no special ids."""

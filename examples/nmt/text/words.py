@@ -1,4 +1,4 @@
-"""Token-list vocabularies looked up in TensorFlow ops: words, letters, symbols.
+"""Token-list vocabularies as TensorFlow ops (the SavedModel's engine): words, letters, symbols.
 
 Three ways to cut a text into tokens, each a ``Vocabulary`` class:
 
@@ -12,18 +12,16 @@ Three ways to cut a text into tokens, each a ``Vocabulary`` class:
   the text, case kept, joined by spaces: phonemes, ``"P R OW1"`` ->
   ``P R OW1``.
 
-Each lists tokens by decreasing count (ties in token order) after the
-reserved ones (``examples.nmt.text.special``) and is saved as a plain text
-file, one token a line, line number = id. Like ``SentencePieceVocabulary``
-it is a ``tf.Module`` with ``encode`` (strings -> ragged int32 ids),
-``decode`` (ids -> strings, stopping at ``[END]``) and ``tokens`` (id ->
-token string), so a SavedModel that holds one carries its tables.
+A run builds, saves and loads its vocabularies once, in plain Python
+(``examples.nmt.host.vocabularies``); ``TokenVocabulary.tensorflow()`` gives
+the class here of its tokens. Like ``SentencePieceVocabulary`` it is a
+``tf.Module`` with ``encode`` (strings -> ragged int32 ids), ``decode`` (ids
+-> strings, stopping at ``[END]``) and ``tokens`` (id -> token string), so a
+SavedModel that holds one carries its tables.
 """
 
 from __future__ import annotations
 
-import collections
-import os
 from collections.abc import Sequence
 
 import tensorflow as tf
@@ -101,26 +99,6 @@ class Vocabulary(tf.Module):
     def __len__(self) -> int:
         return len(self.tokens)
 
-    @classmethod
-    def from_counts(
-        cls, counts: collections.Counter, max_size: int | None = None, min_count: int = 1
-    ) -> Vocabulary:
-        """Most frequent tokens first, at most ``max_size`` ids in all."""
-        return cls(host_text.rank_tokens(counts, max_size, min_count))
-
-    @classmethod
-    def file_name(cls, side: str) -> str:
-        """The file of a run's ``side`` (``"source"``/``"target"``) vocabulary."""
-        return f"{side}_vocabulary.txt" if cls.kind == "words" else f"{side}_{cls.kind}.txt"
-
-    def save(self, path: str | os.PathLike) -> None:
-        """Writes one token a line (UTF-8; ``host.text.write_tokens``)."""
-        host_text.write_tokens(self.tokens, path)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> Vocabulary:
-        return cls(host_text.read_tokens(path))
-
     def lookup(self, tokens: tf.Tensor | tf.RaggedTensor) -> tf.Tensor | tf.RaggedTensor:
         """Token strings -> int32 ids (``UNK_ID`` for unknown tokens)."""
         if isinstance(tokens, tf.RaggedTensor):
@@ -155,23 +133,5 @@ class SymbolVocabulary(Vocabulary):
     split = staticmethod(symbols)
 
 
-# kind -> class, for ``token_vocabulary`` and loading a run's files.
+# kind -> class (``host.vocabularies.TokenVocabulary.tensorflow``).
 KINDS = {cls.kind: cls for cls in (Vocabulary, LetterVocabulary, SymbolVocabulary)}
-
-
-def token_vocabulary(
-    texts: tf.data.Dataset, kind: str = "words", max_size: int | None = None, min_count: int = 1
-) -> Vocabulary:
-    """A ``KINDS[kind]`` vocabulary of a dataset of ``(B,)`` string batches."""
-    cls = KINDS[kind]
-    counts: collections.Counter = collections.Counter()
-    for batch in texts:
-        counts.update(token.decode("utf-8") for token in cls.split(batch).flat_values.numpy())
-    return cls.from_counts(counts, max_size, min_count)
-
-
-def word_vocabulary(
-    texts: tf.data.Dataset, max_size: int | None = None, min_count: int = 1
-) -> Vocabulary:
-    """A word ``Vocabulary`` of a dataset of ``(B,)`` string batches."""
-    return token_vocabulary(texts, "words", max_size, min_count)

@@ -188,7 +188,7 @@ def test_an_exported_averaged_ensemble_translates_as_the_python_search(run_a, ru
     export.main([*folders, "--output", str(output)])
     saved = tf.saved_model.load(str(output))  # kept: its variables live as long as it does
     members = [runs.load_run(str(run), average_checkpoints=2)[0] for run in (run_a, run_b)]
-    vocabularies = tiny.tiny_vocabularies()
+    vocabularies = tiny.tiny_vocabularies().tensorflow()
     settings = {"max_length": 5, "max_source_length": 6, "alpha": 0.5}  # the runs' config
     for beam_size in (3,):  # one graph holds both searches
         theirs = saved.translate(tf.constant(LINES), beam_size=tf.constant(beam_size))

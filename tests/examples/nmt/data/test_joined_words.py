@@ -4,10 +4,9 @@ import collections
 
 import pytest
 
-tf = pytest.importorskip("tensorflow")
-
-from examples.nmt.data import joined_words  # noqa: E402
-from examples.nmt.text.words import LetterVocabulary  # noqa: E402
+from examples.nmt.data import joined_words
+from examples.nmt.host import text
+from examples.nmt.host.vocabularies import TokenVocabulary
 
 PAIRS = [("to", "T UW"), ("be", "B IY"), ("or", "AO R"), ("or", "ER"), ("not", "N AA T")]
 
@@ -38,13 +37,13 @@ def test_joins_of_one_word_keep_every_pair_of_distinct_words():
 def test_long_examples_carry_every_reference_and_the_letter_spans():
     examples = joined_words.long_examples(PAIRS, k=3, count=5, seed=1)
     assert len(examples) == 5
-    vocabulary = LetterVocabulary.from_counts(collections.Counter("tobernt\u2581"))
+    vocabulary = TokenVocabulary(text.rank_tokens(collections.Counter("tobernt\u2581")), "letters")
     for example in examples:
         words = example.source.split()
         assert len(set(words)) == 3  # distinct words in one input
         for word, references, (start, end) in zip(words, example.references, example.spans):
             assert references == tuple(p for w, p in PAIRS if w == word)
-            ids = vocabulary.encode(tf.constant([example.source]))[0].numpy()
+            ids = vocabulary.encode([example.source])[0]
             letters = "".join(vocabulary.tokens[i] for i in ids[start:end])
             assert letters == word  # the span covers exactly that word's letters
     with pytest.raises(ValueError, match="at least k=9 distinct words"):

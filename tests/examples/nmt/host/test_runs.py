@@ -96,27 +96,6 @@ def test_a_run_without_tensorflow_writes_the_run_and_says_how_to_export(run_with
     assert "input_pipeline" not in json.loads((out / "config.json").read_text())
 
 
-def test_its_vocabularies_are_the_tensorflow_pipelines(run_without_tensorflow, tmp_path):
-    pytest.importorskip("tensorflow_text")
-    import tensorflow as tf
-
-    from examples.nmt.host.splits import load_splits
-    from examples.nmt.text.vocabularies import build_vocabularies
-
-    out, dictionary, _ = run_without_tensorflow
-    config = json.loads((out / "config.json").read_text())
-    train = load_splits(f"dict:{dictionary}", max_examples=config["max_examples"])["train"]
-    sources, targets = zip(*train, strict=True)
-    build_vocabularies(
-        tf.data.Dataset.from_tensor_slices({"source": list(sources), "target": list(targets)}),
-        config["vocab_size"],
-        config["source_tokenizer"],
-        config["target_tokenizer"],
-    ).save(tmp_path)
-    for name in ("source_letters.txt", "target_symbols.txt"):
-        assert (tmp_path / name).read_bytes() == (out / name).read_bytes(), name
-
-
 def test_the_run_scores_and_translates_again_as_it_scored(run_without_tensorflow):
     out, _, _ = run_without_tensorflow
     scored = evaluate.main(["--model", str(out)])

@@ -21,7 +21,6 @@ from examples.nmt.host import batches  # noqa: E402
 from examples.nmt.host import splits  # noqa: E402
 from examples.nmt.host import translation  # noqa: E402
 from examples.nmt.host import vocabularies as host_vocabularies  # noqa: E402
-from examples.nmt.text import vocabularies as tf_vocabularies  # noqa: E402
 
 
 def write_dictionary(path, count=300):
@@ -166,9 +165,7 @@ def test_translator_text_steps_are_the_tensorflow_ones():
         host_vocabularies.TokenVocabulary(tokens),
         host_vocabularies.TokenVocabulary(tokens, "letters"),
     )
-    theirs = tf_vocabularies.Vocabularies(
-        tf_vocabularies.KINDS["words"](tokens), tf_vocabularies.KINDS["letters"](tokens)
-    )
+    theirs = ours.tensorflow()
     texts = ["may 9 th , 1998", "", "zzz june", "a a a a a a a a a a a a"]
     mine = translation.encode_sources(ours, texts, 6)
     expected = translator.encode_sources(theirs, tf.constant(texts), 6)

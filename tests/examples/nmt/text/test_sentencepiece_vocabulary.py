@@ -17,6 +17,7 @@ pytest.importorskip("tensorflow_text")
 sentencepiece = pytest.importorskip("sentencepiece")
 sacrebleu = pytest.importorskip("sacrebleu")
 
+from examples.nmt.host.vocabularies import build_vocabulary  # noqa: E402
 from examples.nmt.text import normalization  # noqa: E402
 from examples.nmt.text import sentencepiece_vocabulary  # noqa: E402
 from examples.nmt.text import special  # noqa: E402
@@ -35,13 +36,10 @@ CORPUS = [
 ] * 20
 
 
-def batches(texts):
-    return tf.data.Dataset.from_tensor_slices(texts).batch(64)
-
-
 @pytest.fixture(scope="module")
 def unigram():
-    return sentencepiece_vocabulary.SentencePieceVocabulary.train(batches(CORPUS), "unigram", 80)
+    """A unigram model learned in Python, as its TensorFlow engine (the SavedModel's)."""
+    return build_vocabulary(CORPUS, "unigram", 80).tensorflow()
 
 
 def test_unigram_round_trip_keeps_case_and_punctuation(unigram):
@@ -103,7 +101,7 @@ def test_nfkc_is_the_same_eagerly_and_in_a_saved_model(unigram, tmp_path):
 
 def test_character_model_spells_iso_dates_without_spaces():
     dates = [f"{1900 + i}-{1 + i % 12:02d}-{1 + i % 28:02d}" for i in range(200)]
-    chars = sentencepiece_vocabulary.SentencePieceVocabulary.train(batches(dates), "char", 64)
+    chars = build_vocabulary(dates, "char", 64).tensorflow()
     assert sorted(chars.tokens[4:]) == sorted("0123456789-")
     ids = chars.encode(tf.constant(["1998-05-09"]))
     assert [chars.tokens[i] for i in ids[0].numpy()] == list("1998-05-09")
@@ -121,5 +119,5 @@ def test_models_without_the_reserved_pieces_are_refused():
         sentencepiece_vocabulary.SentencePieceVocabulary(writer.getvalue())
     with pytest.raises(TypeError, match="bytes"):
         sentencepiece_vocabulary.SentencePieceVocabulary("not a model")
-    with pytest.raises(ValueError, match="model_type"):
-        sentencepiece_vocabulary.SentencePieceVocabulary.train(batches(CORPUS), "word-piece")
+    with pytest.raises(ValueError, match="Expected a tokenizer"):
+        build_vocabulary(CORPUS, "word-piece")

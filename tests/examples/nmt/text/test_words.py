@@ -9,12 +9,12 @@ if keras.backend.backend() != "tensorflow":
 
 tf = pytest.importorskip("tensorflow")
 
+from examples.nmt.host.vocabularies import TokenVocabulary  # noqa: E402
+from examples.nmt.host.vocabularies import Vocabularies  # noqa: E402
+from examples.nmt.host.vocabularies import build_vocabularies  # noqa: E402
 from examples.nmt.text import normalization  # noqa: E402
 from examples.nmt.text import special  # noqa: E402
 from examples.nmt.text import words  # noqa: E402
-from examples.nmt.text.vocabularies import Vocabularies  # noqa: E402
-from examples.nmt.text.vocabularies import build_vocabularies  # noqa: E402
-from examples.nmt.text.words import Vocabulary  # noqa: E402
 
 
 def test_standardize():
@@ -24,14 +24,12 @@ def test_standardize():
 
 
 def test_vocabulary_ids_and_round_trip(tmp_path):
-    examples = tf.data.Dataset.from_tensor_slices(
-        {"source": ["a b b", "b c"], "target": ["x y", "y"]}
-    )
+    examples = [("a b b", "x y"), ("b c", "y")]
     vocabs = build_vocabularies(examples)
     assert vocabs.source.tokens == ("[PAD]", "[UNK]", "[START]", "[END]", "b", "a", "c")
     assert (special.PAD_ID, special.UNK_ID, special.START_ID, special.END_ID) == (0, 1, 2, 3)
     vocabs.save(tmp_path)
-    loaded = Vocabularies.load(tmp_path)
+    loaded = Vocabularies.load(tmp_path).tensorflow()
     assert (
         loaded.source.tokens == vocabs.source.tokens
         and loaded.target.tokens == vocabs.target.tokens
@@ -43,9 +41,9 @@ def test_vocabulary_ids_and_round_trip(tmp_path):
     ]
     small = build_vocabularies(examples, max_size=5)
     assert len(small.source) == 5
-    odd = Vocabulary(special.RESERVED + ("\u00a7", "\u2029x", "\x1dy"))
-    odd.save(tmp_path / "odd.txt")
-    assert Vocabulary.load(tmp_path / "odd.txt").tokens == odd.tokens
+    odd = TokenVocabulary(special.RESERVED + ("\u00a7", "\u2029x", "\x1dy"))
+    odd.save(tmp_path / "source_vocabulary.txt")
+    assert Vocabularies.load(tmp_path).source.tokens == odd.tokens
 
 
 def test_detokenize_stops_at_end_and_drops_specials():
