@@ -138,6 +138,42 @@ def model_folders(given: list[str] | None) -> list[str]:
     return list(given or [DEFAULT_MODEL])
 
 
+class _HelpAll(argparse.Action):
+    """``--help-all``: the help of every flag (``make_parser()`` of the command), then exit."""
+
+    def __init__(self, option_strings, dest, full_parser: Callable[[], Any], **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+        self.full_parser = full_parser
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        self.full_parser().print_help()
+        parser.exit()
+
+
+def everyday_help(
+    parser: argparse.ArgumentParser, everyday: Sequence[str], full_parser: Callable[[], Any]
+) -> argparse.ArgumentParser:
+    """``--help`` lists the flags whose dest is in ``everyday``; ``--help-all`` every flag.
+
+    The other flags still parse, and work in ``--config`` files and as ``--set
+    key=value``; only their help is folded away, as ``git``'s and ``ffmpeg``'s
+    short help is. ``full_parser()`` builds the parser with every help.
+    """
+    hidden = 0
+    for action in parser._actions:  # noqa: SLF001 - argparse keeps no public list
+        if action.dest not in everyday and not isinstance(action, argparse._HelpAction):  # noqa: SLF001
+            action.help = argparse.SUPPRESS
+            hidden += 1
+    parser.add_argument(
+        "--help-all",
+        action=_HelpAll,
+        full_parser=full_parser,
+        help=f"show every flag ({hidden} more: model sizes, training, decoding, "
+        "distribution) and exit; each is also a --set key=value",
+    )
+    return parser
+
+
 def checked_setting(parser: argparse.ArgumentParser, key: str, value: Any, where: str) -> Any:
     """``value`` for the flag whose dest is ``key``, checked as the flag checks its text."""
     action = next((a for a in parser._actions if a.dest == key), None)  # noqa: SLF001

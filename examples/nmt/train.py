@@ -52,9 +52,31 @@ from examples.nmt.training import recipes
 from examples.nmt.training.pipeline import train
 
 DEFAULT_OUTPUT_DIR = os.path.join("runs", "nmt")
+# What --help lists; --help-all (and docs/nmt-flags.md) lists every flag.
+EVERYDAY = (
+    "dataset",
+    "test",
+    "max_examples",
+    "output_dir",
+    "overwrite",
+    "config",
+    "set",
+    "recipe",
+    "architecture",
+    "attention",
+    "epochs",
+    "batch_size",
+    "learning_rate",
+    "seed",
+    "precision",
+    "strategy",
+    "beam_size",
+    "no_export",
+)
 
 
-def make_parser() -> argparse.ArgumentParser:
+def make_parser(everyday: bool = False) -> argparse.ArgumentParser:
+    """The command's parser; with ``everyday``, ``--help`` lists ``EVERYDAY`` (``--help-all``)."""
     parser = argparse.ArgumentParser(
         prog="python -m examples.nmt.train", description=__doc__.split("\n")[0]
     )
@@ -243,7 +265,7 @@ def make_parser() -> argparse.ArgumentParser:
         "--no-evaluate", action="store_true", help="skip the test-split evaluation and heat-maps"
     )
     cli.add_decoding_arguments(parser, default_beam_size=None, default_length_penalty=None)
-    return parser
+    return cli.everyday_help(parser, EVERYDAY, make_parser) if everyday else parser
 
 
 def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -319,7 +341,7 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = make_parser()
+    parser = make_parser(everyday=True)
     args = cli.parse_with_config(parser, argv)
     check_args(parser, args)
     return args
@@ -327,7 +349,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Trains with command-line arguments; see the module doc."""
-    parser = make_parser()
+    parser = make_parser(everyday=True)
     args = cli.parse_with_config(parser, argv)
     check_args(parser, args)
     try:

@@ -85,3 +85,20 @@ def test_a_recipe_file_without_an_architecture_is_refused(tmp_path):
     (tmp_path / "odd.toml").write_text("epochs = 3\n")
     with pytest.raises(ValueError, match="expected architecture = 'rnn' or 'transformer'"):
         recipes.read_recipes(str(tmp_path))
+
+
+def test_help_lists_the_everyday_flags_and_help_all_every_flag(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        train.make_parser(everyday=True).parse_args(["--help"])
+    assert exit_.value.code == 0
+    short = capsys.readouterr().out
+    assert "--epochs" in short and "--help-all" in short
+    assert "--ff-dim" not in short and "--label-smoothing" not in short
+    with pytest.raises(SystemExit):
+        train.make_parser(everyday=True).parse_args(["--help-all"])
+    full = capsys.readouterr().out
+    assert "--ff-dim" in full and "--label-smoothing" in full
+    assert len(re.findall(r"^  --", full, re.M)) > 2 * len(re.findall(r"^  --", short, re.M))
+    # A flag folded out of --help still parses, as a flag and as a --set.
+    args = train.parse_args(["--keep-checkpoints", "2", "--set", "label_smoothing=0.2"])
+    assert (args.keep_checkpoints, args.label_smoothing) == (2, 0.2)
