@@ -23,6 +23,7 @@ from typing import Any
 import keras
 import numpy as np
 
+from examples.common.recipes import RECORD_ONLY
 from examples.common.runs import BACKEND_KEY  # noqa: F401  (runs.BACKEND_KEY)
 from examples.common.runs import CHECKPOINTS
 from examples.common.runs import CONFIG
@@ -72,22 +73,6 @@ OUTPUTS = (
     "checkpoint.weights.h5",
     CHECKPOINTS,
 )
-# Flags added since a run's config.json may have been written, with the value they had.
-ADDED_FLAGS = {
-    "architecture": "rnn",
-    "test": None,
-    "keep_stress": False,
-    "join_words": None,
-    "ema": 0.0,
-    "encoder_layers": 1,
-    "attention_units": None,
-    "weight_decay": 0.0,
-    "coordinator": None,
-    "num_processes": None,
-    "process_id": None,
-    "length_bucket_step": 2.0,
-    "precision": "float32",
-}
 # Flags that may change between a run and its resumption.
 RESUME_IRRELEVANT = frozenset(
     {
@@ -229,6 +214,27 @@ def load_config(directory: str) -> dict[str, Any] | None:
     return config
 
 
+def saved_settings(directory: str) -> dict[str, Any] | None:
+    """A run's ``config.json`` read as ``train.py --config`` reads it, or None without one.
+
+    A setting the file lacks (a flag added since the run) takes its default,
+    the recipe's or the parser's, as in any ``--config`` file: no table of
+    added flags is kept. What resuming compares with the new run's settings.
+    """
+    path = os.path.join(directory, CONFIG)
+    raw = load_config(directory)
+    if raw is None:
+        return None
+    from examples.nmt import train  # noqa: PLC0415  (train imports this module)
+
+    try:
+        args = train.parse_args(["--config", path])
+    except SystemExit:  # the parser printed what is wrong
+        raise RunError(f"{path} holds settings train.py no longer accepts (above)") from None
+    recorded = {key: raw[key] for key in RECORD_ONLY if key in raw}  # the backend
+    return {**vars(args), **recorded}
+
+
 def save_metrics(metrics: dict[str, Any], path: str) -> None:
     write_json(metrics, path)
 
@@ -245,7 +251,6 @@ def prepare_output_dir(args: argparse.Namespace, outputs: Sequence[str] = OUTPUT
         overwrite=args.overwrite,
         outputs=outputs,
         resume_irrelevant=RESUME_IRRELEVANT,
-        defaults=ADDED_FLAGS,
         spell=lambda key: f"--{key.replace('_', '-')}",
-        read=load_config,
+        read=saved_settings,
     )

@@ -7,7 +7,6 @@ own search does: the same tokens greedily, beam-4 scores within 1e-4. A run
 resumes only on the backend it started on.
 """
 
-import argparse
 import json
 
 import keras
@@ -67,7 +66,7 @@ def test_a_run_resumes_only_on_its_own_backend(tmp_path):
     other = next(name for name in backend.BACKENDS if name != backend.name())
     out = tmp_path / "run"
     out.mkdir()
-    args = argparse.Namespace(output_dir=str(out), overwrite=False, **runs.ADDED_FLAGS)
+    args = train.parse_args(["--output-dir", str(out)])
     (out / runs.CONFIG).write_text(json.dumps({**vars(args), runs.BACKEND_KEY: other}))
     with pytest.raises(runs.RunError, match=f"KERAS_BACKEND={other}.*resume it with"):
         runs.prepare_output_dir(args)

@@ -1,11 +1,14 @@
 """Recipes in files, ``--config FILE`` and ``--set KEY=VALUE`` for ``train.py``."""
 
 import json
+import pathlib
 import re
+import shutil
 
 import pytest
 
 from examples.nmt import cli
+from examples.nmt import runs
 from examples.nmt import train
 from examples.nmt.training import recipes
 
@@ -102,3 +105,17 @@ def test_help_lists_the_everyday_flags_and_help_all_every_flag(capsys):
     # A flag folded out of --help still parses, as a flag and as a --set.
     args = train.parse_args(["--keep-checkpoints", "2", "--set", "label_smoothing=0.2"])
     assert (args.keep_checkpoints, args.label_smoothing) == (2, 0.2)
+
+
+def test_a_config_json_of_2026_12_07_still_resumes(tmp_path):
+    """The default run's config.json as train.py wrote it on 2026-12-07: a run folder of that
+    day resumes with the same command (flags added since take their defaults)."""
+    fixture = pathlib.Path(__file__).parents[2] / "fixtures" / "nmt_config_2026-12-07.json"
+    out = tmp_path / "run"
+    out.mkdir()
+    shutil.copy(fixture, out / runs.CONFIG)
+    saved = runs.saved_settings(str(out))
+    assert saved["architecture"] == "rnn" and saved["keras_backend"] == "tensorflow"
+    assert runs.prepare_output_dir(train.parse_args(["--output-dir", str(out)])) is True
+    with pytest.raises(cli.RunError, match="--epochs 2 there, 3 here"):
+        runs.prepare_output_dir(train.parse_args(["--output-dir", str(out), "--epochs", "3"]))

@@ -112,5 +112,6 @@ def test_an_unknown_precision_is_refused(capsys, bad):
 def test_a_run_from_before_the_flag_reads_as_its_policy(tmp_path, saved, policy):
     config = {"epochs": 2} if saved is None else {"epochs": 2, "mixed_precision": saved}
     (tmp_path / runs.CONFIG).write_text(json.dumps(config))
-    loaded = {**runs.ADDED_FLAGS, **runs.load_config(str(tmp_path))}
+    loaded = runs.saved_settings(str(tmp_path))  # as resuming reads it
     assert loaded["precision"] == policy and "mixed_precision" not in loaded
+    assert loaded["epochs"] == 2 and loaded["architecture"] == "rnn"  # the date recipe's

@@ -124,7 +124,8 @@ def test_used_output_dir_is_refused_unless_same_settings_or_overwrite(
 
 
 def test_a_config_from_before_architecture_existed_resumes_as_an_rnn_run(tmp_path):
-    """config.json files written before --architecture lack it: they were RNN runs."""
+    """A key an older config.json lacks takes its default, as in any --config file: the date
+    recipe's RNN here (no table of added flags)."""
     out = tmp_path / "run"
     args = train.parse_args(["--output-dir", str(out)])
     assert runs.prepare_output_dir(args, runs.OUTPUTS) is False  # a new run
