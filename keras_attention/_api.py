@@ -145,6 +145,7 @@ PUBLIC = {
     "keras_attention.decoding": (
         "greedy_search",
         "beam_search",
+        "decode",
         "sample",
         "SearchResult",
         "ensemble_step",
@@ -196,6 +197,7 @@ INTERNAL = {
         " for older `.keras` files and imports"
     ),
     "keras_attention.decoding.beam": _FILE_OF_DECODING,
+    "keras_attention.decoding.best": _FILE_OF_DECODING,
     "keras_attention.decoding.greedy": _FILE_OF_DECODING,
     "keras_attention.decoding.loop": _FILE_OF_DECODING,
     "keras_attention.decoding.penalties": _FILE_OF_DECODING,

@@ -571,3 +571,105 @@ def test_bad_arguments_name_themselves(call, error, match):
 def test_a_step_returning_the_wrong_thing_is_named(kind, error):
     with pytest.raises(error, match="step"):
         decoding.beam_search(_bad_step(kind), ops.zeros((B, 1)), START, END, T, beam_size=2)
+
+
+# ----------------------------------------------------------------------------
+# decode: the best hypothesis over a memory
+# ----------------------------------------------------------------------------
+def _over_memory(tables):
+    """The scripted model with its batch entry moved into a memory no step changes."""
+    step, state = _scripted(tables)
+
+    def with_memory(ids, state, memory, index):
+        logits, new, attention = step(ids, {"code": state[0], "nest": (state[1], [memory])}, index)
+        return logits, (new["code"], new["nest"][0]), attention
+
+    return with_memory, (state["code"], state["nest"][0]), state["nest"][1][0]
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_decode_gives_the_best_hypothesis_of_the_numpy_search(beam_size):
+    tables = _tables(seed=7)
+    step, state, memory = _over_memory(tables)
+    best = decoding.decode(
+        step,
+        state,
+        memory,
+        start_id=START,
+        end_id=END,
+        max_length=T,
+        beam_size=beam_size,
+        pad_id=PAD,
+        length_penalty_alpha=0.8,
+        coverage_penalty_beta=0.3,
+    )
+    assert tuple(best.ids.shape) == (B, T) and tuple(best.attention.shape) == (B, T, TV)
+    as_beam = keras.tree.map_structure(lambda x: ops.expand_dims(x, 1), best)  # k = 0
+    for entry in range(B):
+        model = _numpy_model(tables, entry)
+        if beam_size == 1:  # greedy: the argmax chain, scored by its log-probability
+            y, log_prob, rows = (), 0.0, []
+            while len(y) < T and END not in y:
+                log_probs, attention = model(y)
+                token = int(log_probs.argmax())
+                y, log_prob, rows = y + (token,), log_prob + log_probs[token], [*rows, attention]
+            expected = (y, log_prob, rows, log_prob)
+        else:
+            expected = _numpy_beam(model, beam_size, 0.8, 0.3)[0]
+        _check(as_beam, expected, entry, 0)
+
+
+def test_decode_without_memory_is_the_search_of_its_step():
+    tables = _tables(seed=8)
+    step, state = _scripted(tables)
+    best = decoding.decode(
+        lambda ids, state, memory, index: step(ids, state, index),
+        state,
+        start_id=START,
+        end_id=END,
+        max_length=T,
+        beam_size=2,
+        pad_id=PAD,
+    )
+    expected = decoding.beam_search(
+        step, state, START, END, T, beam_size=2, pad_id=PAD, early_stopping=True
+    )
+    np.testing.assert_array_equal(to_numpy(best.ids), to_numpy(expected.ids)[:, 0])
+
+
+@pytest.mark.tf_only
+def test_decode_takes_a_graph_beam_size():
+    import tensorflow as tf
+
+    tables = _tables(seed=9)
+    step, state, memory = _over_memory(tables)
+    options = dict(start_id=START, end_id=END, max_length=T, pad_id=PAD)
+
+    @tf.function(input_signature=[tf.TensorSpec([], tf.int32)])
+    def search(beam_size):
+        return decoding.decode(step, state, memory, beam_size=beam_size, **options)
+
+    for beam_size in (1, 3):
+        expected = decoding.decode(step, state, memory, beam_size=beam_size, **options)
+        got = search(tf.constant(beam_size))
+        np.testing.assert_array_equal(got.ids.numpy(), to_numpy(expected.ids))
+        np.testing.assert_allclose(got.scores.numpy(), to_numpy(expected.scores), atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "step, beam_size, error, match",
+    [("not a function", 1, TypeError, "decode: `step`"), (None, 0, ValueError, "beam_size")],
+)
+def test_decode_names_its_bad_arguments(step, beam_size, error, match):
+    tables = _tables(seed=10)
+    good, state, memory = _over_memory(tables)
+    with pytest.raises(error, match=match):
+        decoding.decode(
+            step or good,
+            state,
+            memory,
+            start_id=START,
+            end_id=END,
+            max_length=T,
+            beam_size=beam_size,
+        )

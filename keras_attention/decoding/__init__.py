@@ -21,7 +21,9 @@ PyTorch, and stop when every hypothesis has emitted `end_id` or after
 entry's best hypothesis is final). Scores of beam search follow GNMT
 (`keras_attention.decoding.penalties`). `ensemble_step` makes one step of
 several models' steps (the mean of their log-probabilities, a tuple of their
-states), which every search takes as it takes one model's.
+states), which every search takes as it takes one model's. `decode` runs
+an encoder-decoder's search over its memory (tiled once for the beams, never
+reordered) and gives each sequence's best hypothesis.
 
 Example:
 
@@ -42,6 +44,7 @@ Example:
 """
 
 from keras_attention.decoding.beam import beam_search
+from keras_attention.decoding.best import decode
 from keras_attention.decoding.ensemble import ensemble_step
 from keras_attention.decoding.greedy import greedy_search
 from keras_attention.decoding.greedy import sample
@@ -56,6 +59,7 @@ __all__ = [
     "NEG_INF",
     "SearchResult",
     "beam_search",
+    "decode",
     "coverage_penalty",
     "ensemble_step",
     "greedy_search",
