@@ -20,8 +20,6 @@ from typing import Any
 from typing import NamedTuple
 from typing import Protocol
 
-import keras
-
 from examples.nmt.text import special
 from keras_attention import decoding
 
@@ -92,46 +90,29 @@ def search(
 ) -> decoding.SearchResult:
     """The best hypothesis of a search over ``(B, Ts)`` source ids; fields ``(B, ...)``.
 
-    A ``beam_size`` of 1 (a Python int, or a tensor that holds 1 when the
-    graph runs) takes the greedy search (``scores == log_probs``); anything
-    else the beam search, with the GNMT length penalty ``alpha`` and coverage
+    ``keras_attention.decoding.decode`` over the model's step and memory: a
+    ``beam_size`` of 1 (a Python int, or a tensor that holds 1 when the graph
+    runs) takes the greedy search (``scores == log_probs``); anything else
+    the beam search, with the GNMT length penalty ``alpha`` and coverage
     penalty ``beta``. Backend tensors in and out (``keras.ops``); a tensor
     ``beam_size`` (the SavedModel's graph input) needs TensorFlow.
     """
-    common = dict(
-        start_id=special.START_ID,
-        end_id=special.END_ID,
-        max_length=max_length,
-        pad_id=special.PAD_ID,
-    )
-
-    def greedy() -> decoding.SearchResult:
-        step, state = search_start(model, source_ids, max_length, 1)
-        return decoding.greedy_search(step, state, **common)
-
-    def beam() -> decoding.SearchResult:
-        step, state = search_start(model, source_ids, max_length, beam_size)
-        # Only the best hypothesis is kept: each sentence stops once its best
-        # has ended for good, not when all its beams have (same translation).
-        return decoding.beam_search(
-            step,
-            state,
-            beam_size=beam_size,
-            length_penalty_alpha=alpha,
-            coverage_penalty_beta=beta,
-            early_stopping=True,
-            **common,
-        )
-
-    if isinstance(beam_size, int):
-        result = greedy() if beam_size == 1 else beam()
-    else:  # a graph input (the SavedModel): checked when it runs
+    if not isinstance(beam_size, int):  # a graph input (the SavedModel): checked when it runs
         import tensorflow as tf  # noqa: PLC0415  (only a SavedModel's graph takes a tensor)
 
         tf.debugging.assert_greater_equal(
             beam_size, 1, message="Expected beam_size >= 1 (a SavedModel input)"
         )
-        # One graph, both searches: a beam of 1 would gather every state
-        # (the Transformer's whole key/value caches) at every step.
-        result = tf.cond(tf.equal(beam_size, 1), greedy, beam)
-    return keras.tree.map_structure(lambda x: x[:, 0], result)  # best first
+    state, memory = model.initial_state(source_ids, max_length)
+    return decoding.decode(
+        model.step,
+        state,
+        memory,
+        start_id=special.START_ID,
+        end_id=special.END_ID,
+        max_length=max_length,
+        beam_size=beam_size,
+        pad_id=special.PAD_ID,
+        length_penalty_alpha=alpha,
+        coverage_penalty_beta=beta,
+    )
