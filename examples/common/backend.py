@@ -4,6 +4,8 @@
 * ``devices()``: what a run trains on, for the first line it prints;
 * ``accelerators()`` and ``peak_memory_mb()``: its GPUs, and the most GPU
   memory it held, for ``metrics.json``;
+* ``set_seed(seed)``: every generator a run draws from, without importing
+  TensorFlow on JAX or PyTorch;
 * ``compile_search(model, fn)``: a search over NumPy inputs, compiled where
   the backend compiles (``jax.jit`` over the model's variables as arguments;
   ``torch.no_grad`` eagerly on PyTorch; eagerly on TensorFlow).
@@ -12,6 +14,7 @@
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +25,27 @@ import numpy as np
 def name() -> str:
     """The Keras backend of this process: ``"tensorflow"``, ``"jax"`` or ``"torch"``."""
     return keras.backend.backend()
+
+
+def set_seed(seed: int) -> None:
+    """Seeds Python's, NumPy's and the backend's generators, as ``keras.utils.set_random_seed``.
+
+    That function also imports TensorFlow wherever it is installed, to seed
+    it, which a JAX or PyTorch run must not (the examples need TensorFlow
+    only for the export). On TensorFlow it is called as it is. Elsewhere:
+    Python's ``random`` (Keras's global seed generator, which draws the
+    unseeded initializers, takes its seed from it when first used), NumPy's,
+    and on PyTorch torch's.
+    """
+    if name() == "tensorflow":
+        keras.utils.set_random_seed(seed)
+        return
+    random.seed(seed)
+    np.random.seed(seed)
+    if name() == "torch":
+        import torch  # noqa: PLC0415  (the PyTorch backend's own package)
+
+        torch.manual_seed(seed)
 
 
 def _cpu_cores() -> int:

@@ -28,6 +28,7 @@ from examples.common.backend import compile_search  # noqa: F401  (backend.compi
 from examples.common.backend import devices  # noqa: F401  (backend.devices)
 from examples.common.backend import name
 from examples.common.backend import peak_memory_mb  # noqa: F401  (backend.peak_memory_mb)
+from examples.common.backend import set_seed  # noqa: F401  (backend.set_seed)
 
 BACKENDS = ("tensorflow", "jax", "torch")
 # On a backend that compiles one program per shape (JAX), sequences are padded

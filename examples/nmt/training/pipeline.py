@@ -72,7 +72,7 @@ def train(
     distributed = distributed or distribution.setup(args.strategy)
     print(distributed.describe())
     resuming = runs.prepare_output_dir(args)
-    keras.utils.set_random_seed(args.seed)
+    backend.set_seed(args.seed)  # without importing TensorFlow on JAX or PyTorch
     splits = load_splits(args)
     vocabularies = run_vocabularies(args, splits["train"], resuming)
     training_path = os.path.join(args.output_dir, runs.TRAINING)

@@ -185,3 +185,33 @@ def test_prepare_run_dir_refuses_other_settings_and_resumes_same(tmp_path):
     assert sorted(os.listdir(out)) == [runs.CONFIG, "keep.txt"]
     with pytest.raises(runs.RunError, match="holds no run"):
         runs.prepare_run_dir(str(tmp_path), {"epochs": 3}, outputs=outputs)
+
+
+SEEDED = """
+import sys
+import keras
+from examples.common import backend
+backend.set_seed(3)
+first = keras.ops.convert_to_numpy(keras.initializers.GlorotUniform()((4, 4))).tolist()
+backend.set_seed(3)
+again = keras.ops.convert_to_numpy(keras.initializers.GlorotUniform()((4, 4))).tolist()
+print(first == again, "tensorflow" in sys.modules)
+"""
+
+
+def test_set_seed_repeats_the_initial_weights_and_imports_tensorflow_only_on_it():
+    import subprocess
+    import sys
+
+    backend = keras.backend.backend()
+    result = subprocess.run(
+        [sys.executable, "-c", SEEDED],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "KERAS_BACKEND": backend},
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(__file__)))),
+        check=True,
+    )
+    same, imported = result.stdout.split()[-2:]
+    assert same == "True"
+    assert imported == str(backend == "tensorflow")
