@@ -32,12 +32,23 @@ def set_seed(seed: int) -> None:
 
     That function also imports TensorFlow wherever it is installed, to seed
     it, which a JAX or PyTorch run must not (the examples need TensorFlow
-    only for the export). On TensorFlow it is called as it is. Elsewhere:
-    Python's ``random`` (Keras's global seed generator, which draws the
-    unseeded initializers, takes its seed from it when first used), NumPy's,
-    and on PyTorch torch's.
+    only for the export). On TensorFlow it is called as it is. Elsewhere it
+    does the rest of what that function does: Keras's global seed (which
+    ``keras.distribution`` hands every process) and a fresh global seed
+    generator (unseeded random ops, dropout), Python's ``random`` (unseeded
+    initializers draw their seeds from it), NumPy's, and on PyTorch torch's.
     """
     if name() == "tensorflow":
+        keras.utils.set_random_seed(seed)
+        return
+    try:  # Keras's own state, as set_random_seed sets it (not public: checked by a test)
+        from keras.src.backend.common import global_state  # noqa: PLC0415
+        from keras.src.random import seed_generator  # noqa: PLC0415
+        from keras.src.utils import rng_utils  # noqa: PLC0415
+
+        global_state.set_global_attribute(rng_utils.GLOBAL_RANDOM_SEED, seed)
+        global_state.set_global_attribute(seed_generator.GLOBAL_SEED_GENERATOR, None)
+    except (ImportError, AttributeError):  # another Keras: its function, TensorFlow and all
         keras.utils.set_random_seed(seed)
         return
     random.seed(seed)
