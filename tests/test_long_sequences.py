@@ -538,3 +538,36 @@ def test_jax_multiply_reduce_matches_the_matrix_product_form(rng):
     np.testing.assert_allclose(np.asarray(here), expected, rtol=1e-5, atol=1e-6)
     on_this_device = jax_backend.additive_projection(keras.ops.convert_to_tensor(hidden), vector)
     assert (on_this_device is None) == (jax_backend.device_kind() != "gpu")
+
+
+def test_default_dot_tiles_grow_with_what_fits():
+    from keras_attention.memory_efficient import chunked
+
+    sides = [chunked.dot_block_size(n, False, "tensorflow") for n in (1, 8, 16, 64, 4096)]
+    assert sides == [1024, 1024, 512, 256, 128]
+    assert [chunked.dot_block_size(n, False, "jax") for n in (1, 64)] == [512, 256]
+    assert chunked.dot_block_size(1, True, "torch") == 512  # the band's tiles stay 512
+    assert chunked.dot_block_size(None, False, "torch") == 512  # an unknown batch
+
+
+def test_default_1024_wide_tiles_equal_the_exact_path(rng):
+    """B * H = 2 takes 1024-wide tiles (512 on JAX): 1,100 keys are whole and padded tiles."""
+    q, k, v = (rng.normal(size=(1, 2, n, 8)).astype("float32") for n in (1100, 1100, 1100))
+    mask = np.arange(1100)[None] < 1050  # the last keys padding
+
+    def chunked(q, k, v):
+        return memory_efficient.chunked_dot_product_attention(q, k, v, value_mask=mask)
+
+    def exact(q, k, v):
+        logits = keras.ops.einsum("bhqd,bhkd->bhqk", q, k) / np.sqrt(8.0)
+        logits = keras.ops.where(mask[:, None, None], logits, -1e9)
+        return keras.ops.einsum("bhqk,bhkd->bhqd", keras.ops.softmax(logits), v)
+
+    results = [
+        compiled_value_and_grad(lambda *x, fn=fn: keras.ops.sum(fn(*x) ** 2), q, k, v)
+        for fn in (chunked, exact)
+    ]
+    (value, grads), (expected_value, expected_grads) = results
+    np.testing.assert_allclose(to_numpy(value), to_numpy(expected_value), rtol=1e-4)
+    for got, want in zip(grads, expected_grads):
+        np.testing.assert_allclose(to_numpy(got), to_numpy(want), rtol=1e-3, atol=1e-4)
