@@ -576,6 +576,9 @@ def test_a_step_returning_the_wrong_thing_is_named(kind, error):
 # ----------------------------------------------------------------------------
 # decode: the best hypothesis over a memory
 # ----------------------------------------------------------------------------
+DECODE = dict(start_id=START, end_id=END, max_length=T, pad_id=PAD)  # decode's keywords
+
+
 def _over_memory(tables):
     """The scripted model with its batch entry moved into a memory no step changes."""
     step, state = _scripted(tables)
@@ -591,18 +594,8 @@ def _over_memory(tables):
 def test_decode_gives_the_best_hypothesis_of_the_numpy_search(beam_size):
     tables = _tables(seed=7)
     step, state, memory = _over_memory(tables)
-    best = decoding.decode(
-        step,
-        state,
-        memory,
-        start_id=START,
-        end_id=END,
-        max_length=T,
-        beam_size=beam_size,
-        pad_id=PAD,
-        length_penalty_alpha=0.8,
-        coverage_penalty_beta=0.3,
-    )
+    penalties = dict(length_penalty_alpha=0.8, coverage_penalty_beta=0.3)
+    best = decoding.decode(step, state, memory, beam_size=beam_size, **penalties, **DECODE)
     assert tuple(best.ids.shape) == (B, T) and tuple(best.attention.shape) == (B, T, TV)
     as_beam = keras.tree.map_structure(lambda x: ops.expand_dims(x, 1), best)  # k = 0
     for entry in range(B):
@@ -623,13 +616,7 @@ def test_decode_without_memory_is_the_search_of_its_step():
     tables = _tables(seed=8)
     step, state = _scripted(tables)
     best = decoding.decode(
-        lambda ids, state, memory, index: step(ids, state, index),
-        state,
-        start_id=START,
-        end_id=END,
-        max_length=T,
-        beam_size=2,
-        pad_id=PAD,
+        lambda ids, state, memory, index: step(ids, state, index), state, beam_size=2, **DECODE
     )
     expected = decoding.beam_search(
         step, state, START, END, T, beam_size=2, pad_id=PAD, early_stopping=True
@@ -643,14 +630,13 @@ def test_decode_takes_a_graph_beam_size():
 
     tables = _tables(seed=9)
     step, state, memory = _over_memory(tables)
-    options = dict(start_id=START, end_id=END, max_length=T, pad_id=PAD)
 
     @tf.function(input_signature=[tf.TensorSpec([], tf.int32)])
     def search(beam_size):
-        return decoding.decode(step, state, memory, beam_size=beam_size, **options)
+        return decoding.decode(step, state, memory, beam_size=beam_size, **DECODE)
 
     for beam_size in (1, 3):
-        expected = decoding.decode(step, state, memory, beam_size=beam_size, **options)
+        expected = decoding.decode(step, state, memory, beam_size=beam_size, **DECODE)
         got = search(tf.constant(beam_size))
         np.testing.assert_array_equal(got.ids.numpy(), to_numpy(expected.ids))
         np.testing.assert_allclose(got.scores.numpy(), to_numpy(expected.scores), atol=1e-6)
@@ -664,12 +650,4 @@ def test_decode_names_its_bad_arguments(step, beam_size, error, match):
     tables = _tables(seed=10)
     good, state, memory = _over_memory(tables)
     with pytest.raises(error, match=match):
-        decoding.decode(
-            step or good,
-            state,
-            memory,
-            start_id=START,
-            end_id=END,
-            max_length=T,
-            beam_size=beam_size,
-        )
+        decoding.decode(step or good, state, memory, beam_size=beam_size, **DECODE)
