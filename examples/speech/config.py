@@ -51,7 +51,7 @@ class Config:
     attention: Attention = "location_sensitive"
     attention_units: int = 64
     location_filters: int = 16
-    location_kernel_size: int = 31  # +-15 positions (1.2 s): past the next digit's onset
+    location_kernel_size: int = 41  # +-20 positions (1.6 s): the whole decoding window
     # Decoding only: a search's location-sensitive attention may only move from its previous
     # peak m to [m - back, m + forward] memory positions (80 ms each); None: anywhere.
     inference_window: tuple[int, int] | None = (4, 20)

@@ -244,7 +244,7 @@ class Listener(keras.Model):
         attention: str = "location_sensitive",
         attention_units: int = 64,
         location_filters: int = 16,
-        location_kernel_size: int = 31,
+        location_kernel_size: int = 41,
         inference_window: tuple[int, int] | None = (4, 20),
         **kwargs: Any,
     ):
