@@ -9,7 +9,8 @@ Read top to bottom:
    inside the model, so the exported model takes a raw waveform.
 2. The listener (``ConvEncoder``): three strided convolutions
    (``SUBSAMPLING`` = 8: memory position ``j`` is centred on sample ``640 j``)
-   and residual convolutions: the memory ``(B, Tv, conv_filters)`` and its mask.
+   and residual convolutions: the memory ``(B, Tv, conv_filters)`` and its mask,
+   then (``end_sentinel``) one learned end-of-audio position, where END attends.
 3. The speller: ``AttentionRNN(AttentionRNNCell(GRUCell, attention))``,
    input feeding, over ``[START, d_1, ...]``; location-sensitive attention by
    default (Chorowski et al., 2015), or another of the package's (``ATTENTIONS``).
@@ -18,7 +19,9 @@ Read top to bottom:
 Decoding (``greedy``): ``initial_state`` encodes once; ``step`` runs one
 decoder step from the previous token (the cell's own ``pack_state`` /
 ``unpack_state``, the same for every attention); ``keras_attention.decoding``'s
-greedy search drives it and keeps each step's attention ``(B, T, Tv)``.
+greedy search drives it and keeps each step's attention ``(B, T, Tv)``; the
+location-sensitive attention then moves at most ``inference_window`` positions
+back and forward from its previous peak (``decoding_window``).
 """
 
 from __future__ import annotations
