@@ -241,7 +241,7 @@ class Listener(keras.Model):
         num_mel_bins: int = 40,
         conv_filters: int = 64,
         context_layers: int = 3,
-        end_sentinel: bool = True,
+        end_sentinel: bool = False,  # what a model saved before the option holds
         decoder_units: int = 128,
         embedding_dim: int = 32,
         attention: str = "location_sensitive",

@@ -92,3 +92,9 @@ def test_a_saved_model_loads_with_the_same_logits(tmp_path):
 def test_an_unknown_attention_is_named():
     with pytest.raises(ValueError, match="Expected attention in .*Received: 'content'"):
         listener.Listener(attention="content")
+
+
+def test_a_config_saved_before_the_end_position_builds_without_it():
+    config = listener.build_model(dataclasses.replace(TINY, end_sentinel=False)).get_config()
+    del config["end_sentinel"]
+    assert not listener.Listener.from_config(config).encoder.end_sentinel
