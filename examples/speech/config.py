@@ -45,15 +45,16 @@ class Config:
     num_mel_bins: int = 40
     conv_filters: int = 64
     context_layers: int = 3
+    end_sentinel: bool = True  # a learned end-of-audio position after the memory, for END
     decoder_units: int = 128
     embedding_dim: int = 32
     attention: Attention = "location_sensitive"
     attention_units: int = 64
     location_filters: int = 16
-    location_kernel_size: int = 15
+    location_kernel_size: int = 41  # +-20 positions (1.6 s): the whole decoding window
     # Decoding only: a search's location-sensitive attention may only move from its previous
     # peak m to [m - back, m + forward] memory positions (80 ms each); None: anywhere.
-    inference_window: tuple[int, int] | None = None
+    inference_window: tuple[int, int] | None = (4, 20)
     # Training.
     batch_size: int = 32
     epochs: int = 20

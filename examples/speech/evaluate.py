@@ -117,6 +117,7 @@ def draw(
     reference = [int(token) - 3 for token in arrays["targets"][row, :count]]
     hypothesis = metrics.digits(found["tokens"][row])
     steps = -(-log_mel.shape[0] // listener.SUBSAMPLING)
+    steps += int(bool(model.settings.get("end_sentinel")))  # the end-of-audio position too
     emitted = int(found["length"][row])
     attention = found["attention"][row, :emitted, :steps]
     title = f"{name}: gold {''.join(map(str, reference))}, heard {''.join(map(str, hypothesis))}"

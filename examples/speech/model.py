@@ -9,7 +9,8 @@ Read top to bottom:
    inside the model, so the exported model takes a raw waveform.
 2. The listener (``ConvEncoder``): three strided convolutions
    (``SUBSAMPLING`` = 8: memory position ``j`` is centred on sample ``640 j``)
-   and residual convolutions: the memory ``(B, Tv, conv_filters)`` and its mask.
+   and residual convolutions: the memory ``(B, Tv, conv_filters)`` and its mask,
+   then (``end_sentinel``) one learned end-of-audio position, where END attends.
 3. The speller: ``AttentionRNN(AttentionRNNCell(GRUCell, attention))``,
    input feeding, over ``[START, d_1, ...]``; location-sensitive attention by
    default (Chorowski et al., 2015), or another of the package's (``ATTENTIONS``).
@@ -18,7 +19,9 @@ Read top to bottom:
 Decoding (``greedy``): ``initial_state`` encodes once; ``step`` runs one
 decoder step from the previous token (the cell's own ``pack_state`` /
 ``unpack_state``, the same for every attention); ``keras_attention.decoding``'s
-greedy search drives it and keeps each step's attention ``(B, T, Tv)``.
+greedy search drives it and keeps each step's attention ``(B, T, Tv)``; the
+location-sensitive attention then moves at most ``inference_window`` positions
+back and forward from its previous peak (``decoding_window``).
 """
 
 from __future__ import annotations
@@ -137,14 +140,22 @@ class ConvEncoder(keras.layers.Layer):
     position hears by 320 ms); a layer normalization and ReLU after each.
     Positions past an utterance's end are zeroed after every layer, so a
     waveform's memory does not depend on how much padding follows it.
+    With ``end_sentinel``, one more position follows each utterance's last
+    (at ``Tv``, the first padded one): a learned vector, the end of the audio,
+    where the END token can attend (so the attention moves forward to finish;
+    without it END learns to attend the first positions, and a decoding window
+    that follows the attention forward cannot reach END).
     (A bidirectional GRU here needs the mask too: Keras runs a masked GRU in
     a Python loop on PyTorch, 5 to 15 times slower than the whole encoder.)
     """
 
-    def __init__(self, filters: int = 64, context_layers: int = 3, **kwargs):
+    def __init__(
+        self, filters: int = 64, context_layers: int = 3, end_sentinel: bool = False, **kwargs
+    ):
         super().__init__(**kwargs)
         self.filters = filters
         self.context_layers = context_layers
+        self.end_sentinel = end_sentinel
         self.subsampling = [
             keras.layers.Conv1D(filters, 5, strides=2, name=f"subsample_{i}") for i in range(3)
         ]
@@ -163,6 +174,12 @@ class ConvEncoder(keras.layers.Layer):
             size = self.filters
         for norm in self.norms:
             norm.build((None, None, self.filters))
+        if self.end_sentinel:
+            self.sentinel = self.add_weight(
+                shape=(self.filters,),
+                initializer=keras.initializers.RandomNormal(stddev=1.0),
+                name="end_sentinel",
+            )
         self.built = True
 
     def call(self, features, lengths):
@@ -175,12 +192,20 @@ class ConvEncoder(keras.layers.Layer):
         for convolution, norm in zip(self.context, self.norms[3:]):
             x = x + keras.activations.relu(norm(convolution(x)))
             x = x * ops.cast(mask, x.dtype)[..., None]
+        if self.end_sentinel:
+            x = ops.pad(x, ((0, 0), (0, 1), (0, 0)))  # (B, Tv + 1, filters)
+            steps = ops.shape(x)[1]
+            at_end = ops.cast(ops.arange(steps)[None, :] == count[:, None], x.dtype)  # (B, Tv + 1)
+            x = x + at_end[..., None] * ops.cast(self.sentinel, x.dtype)
+            mask = positions_mask(count + 1, steps)
         return x, mask
 
     def compute_output_spec(self, features, lengths):
         steps = features.shape[1]
         for _ in range(3):
             steps = None if steps is None else (steps + 1) // 2
+        if self.end_sentinel and steps is not None:
+            steps += 1
         batch = features.shape[0]
         return (
             keras.KerasTensor((batch, steps, self.filters), dtype=self.compute_dtype),
@@ -192,6 +217,7 @@ class ConvEncoder(keras.layers.Layer):
             **super().get_config(),
             "filters": self.filters,
             "context_layers": self.context_layers,
+            "end_sentinel": self.end_sentinel,
         }
 
 
@@ -215,13 +241,14 @@ class Listener(keras.Model):
         num_mel_bins: int = 40,
         conv_filters: int = 64,
         context_layers: int = 3,
+        end_sentinel: bool = False,  # what a model saved before the option holds
         decoder_units: int = 128,
         embedding_dim: int = 32,
         attention: str = "location_sensitive",
         attention_units: int = 64,
         location_filters: int = 16,
-        location_kernel_size: int = 15,
-        inference_window: tuple[int, int] | None = None,
+        location_kernel_size: int = 41,
+        inference_window: tuple[int, int] | None = (4, 20),
         **kwargs: Any,
     ):
         if attention not in ATTENTIONS:
@@ -230,6 +257,7 @@ class Listener(keras.Model):
             num_mel_bins=num_mel_bins,
             conv_filters=conv_filters,
             context_layers=context_layers,
+            end_sentinel=end_sentinel,
             decoder_units=decoder_units,
             embedding_dim=embedding_dim,
             attention=attention,
@@ -241,7 +269,7 @@ class Listener(keras.Model):
         # === Layers ===
         parts = types.SimpleNamespace()
         parts.features = LogMel(num_mel_bins, name="log_mel")
-        parts.encoder = ConvEncoder(conv_filters, context_layers, name="encoder")
+        parts.encoder = ConvEncoder(conv_filters, context_layers, end_sentinel, name="encoder")
         # No Keras mask on the decoder's input: the steps after END (padding) come after
         # every real step of a causal RNN and the loss ignores them, so they change
         # nothing; and Keras runs a masked RNN on PyTorch ten times slower (8 s a batch).
@@ -320,6 +348,7 @@ def build_model(config: Config) -> Listener:
         num_mel_bins=config.num_mel_bins,
         conv_filters=config.conv_filters,
         context_layers=config.context_layers,
+        end_sentinel=config.end_sentinel,
         decoder_units=config.decoder_units,
         embedding_dim=config.embedding_dim,
         attention=config.attention,

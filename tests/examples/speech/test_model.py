@@ -25,10 +25,14 @@ def batch(rows=2, samples=4000, seed=0):
     return waveform, lengths, decoder_in
 
 
-@pytest.mark.parametrize("attention", ["location_sensitive", "bahdanau"])
-def test_decoding_steps_give_the_teacher_forced_logits(attention):
+@pytest.mark.parametrize(
+    "attention, end_sentinel",
+    [("location_sensitive", True), ("location_sensitive", False), ("bahdanau", True)],
+)
+def test_decoding_steps_give_the_teacher_forced_logits(attention, end_sentinel):
     keras.utils.set_random_seed(1)
-    model = listener.build_model(dataclasses.replace(TINY, attention=attention))
+    config = dataclasses.replace(TINY, attention=attention, end_sentinel=end_sentinel)
+    model = listener.build_model(config)
     waveform, lengths, decoder_in = batch()
     inputs = {"waveform": waveform, "lengths": lengths, "decoder_in": decoder_in}
     forced = keras.ops.convert_to_numpy(model(inputs, training=False))  # (B, T, 13)
@@ -41,8 +45,9 @@ def test_decoding_steps_give_the_teacher_forced_logits(attention):
         np.testing.assert_allclose(keras.ops.convert_to_numpy(weights).sum(-1), 1.0, atol=1e-5)
 
 
-def test_memory_ignores_the_padding_after_a_waveform():
-    model = listener.build_model(TINY)
+@pytest.mark.parametrize("end_sentinel", [False, True])
+def test_memory_ignores_the_padding_after_a_waveform(end_sentinel):
+    model = listener.build_model(dataclasses.replace(TINY, end_sentinel=end_sentinel))
     waveform, lengths, _ = batch()
     memory, mask = map(keras.ops.convert_to_numpy, model.encode(waveform, lengths))
     longer = np.pad(waveform, ((0, 0), (0, 1234)))
@@ -51,10 +56,14 @@ def test_memory_ignores_the_padding_after_a_waveform():
     np.testing.assert_array_equal(mask_2[:, :steps], mask)
     assert not mask_2[:, steps:].any()
     np.testing.assert_allclose(memory_2[:, :steps], memory, atol=1e-4)
-    # Frames: ceil(length / 80); positions: ceil over three halvings.
+    # Frames: ceil(length / 80); positions: ceil over three halvings (and the end's).
     expected = [math.ceil(math.ceil(n / 80) / 8) for n in lengths]
-    assert mask.sum(1).tolist() == expected
+    assert mask.sum(1).tolist() == [n + end_sentinel for n in expected]
     assert not memory[~mask].any()
+    if end_sentinel:  # the same learned vector right after each utterance's last position
+        sentinel = keras.ops.convert_to_numpy(model.encoder.sentinel)
+        for row, count in enumerate(expected):
+            np.testing.assert_allclose(memory[row, count], sentinel, atol=1e-6)
 
 
 def test_features_are_mean_normalized_over_real_frames_only():
@@ -83,3 +92,9 @@ def test_a_saved_model_loads_with_the_same_logits(tmp_path):
 def test_an_unknown_attention_is_named():
     with pytest.raises(ValueError, match="Expected attention in .*Received: 'content'"):
         listener.Listener(attention="content")
+
+
+def test_a_config_saved_before_the_end_position_builds_without_it():
+    config = listener.build_model(dataclasses.replace(TINY, end_sentinel=False)).get_config()
+    del config["end_sentinel"]
+    assert not listener.Listener.from_config(config).encoder.end_sentinel
