@@ -32,6 +32,7 @@ from examples.speech import data
 from examples.speech import metrics
 from examples.speech import model as listener
 from examples.speech import plots
+from examples.speech import search
 from examples.speech.config import Config
 
 
@@ -41,9 +42,9 @@ def transcribe_arrays(
     """Greedy transcripts of ``(N, S)`` waveforms: ``tokens`` (N, T), ``length`` (N,) and
     ``attention`` (N, T, Tv), ``T`` the most tokens ``max_decode_length`` allows for ``S``."""
     rows, samples = waveform.shape
-    max_length = listener.max_decode_length(samples)
-    search = backend.compile_search(
-        model, lambda inputs: listener.greedy(model, inputs[0], inputs[1], max_length)
+    max_length = search.max_decode_length(samples)
+    transcribe = backend.compile_search(
+        model, lambda inputs: search.greedy(model, inputs[0], inputs[1], max_length)
     )
     parts = []
     for start in range(0, rows, batch_size):
@@ -53,7 +54,7 @@ def transcribe_arrays(
         if real < batch_size and rows > batch_size:  # one shape per set: pad the rows
             wave = np.concatenate([wave, np.repeat(wave[:1], batch_size - real, 0)])
             length = np.concatenate([length, np.repeat(length[:1], batch_size - real)])
-        out = search((wave, length.astype("int32")))
+        out = transcribe((wave, length.astype("int32")))
         parts.append({key: value[:real] for key, value in out.items()})
     return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
 
@@ -162,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         config = recipes.load(Config, os.path.join(args.run, runs.CONFIG))
         model = runs.load_model(args.run)
         if args.inference_window is not None:
-            listener.set_decoding_window(model, parse_window(args.inference_window))
+            search.set_decoding_window(model, parse_window(args.inference_window))
         datasets = data.make_datasets(
             data.load_clips(args.data, config.max_clips_per_speaker), config
         )

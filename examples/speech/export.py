@@ -13,7 +13,7 @@ float32 at 8 kHz in [-1, 1] and ``lengths`` ``(B,)`` int32 samples::
     outputs["tokens"]  # (B, T) int32: 3 + digit, then END (2), then 0
     outputs["attention"]  # (B, T, Tv) float32, each token's weights over the memory
 
-Inside: ``examples.speech.model.greedy``, the search evaluation runs,
+Inside: ``examples.speech.search.greedy``, the search evaluation runs,
 traced into a ``tf.function``. When the run holds ``export_check.npz``
 (``train.py`` writes it: test waveforms and the training backend's greedy
 tokens), the SavedModel is loaded back, run on them and compared:
@@ -35,6 +35,7 @@ import tensorflow as tf
 
 from examples.common import runs
 from examples.speech import model as listener
+from examples.speech import search
 
 SAVED_MODEL = "saved_model"
 CHECK, REPORT = "export_check.npz", "export.json"
@@ -67,7 +68,7 @@ class Recognizer(tf.Module):
 
     def _transcribe(self, waveform: tf.Tensor, lengths: tf.Tensor) -> dict:
         max_length = 2 + tf.shape(waveform)[1] // (listener.SAMPLING_RATE // 10)
-        found = listener.greedy(self._holder.model, waveform, lengths, max_length)
+        found = search.greedy(self._holder.model, waveform, lengths, max_length)
         text = tf.gather(tf.constant(_TEXT), found["tokens"])
         return {
             "digits": tf.strings.reduce_join(text, axis=-1),

@@ -16,19 +16,14 @@ Read top to bottom:
    default (Chorowski et al., 2015), or another of the package's (``ATTENTIONS``).
 4. Logits over ``PAD, START, END, 0..9`` from each step's attentional vector.
 
-Decoding (``greedy``): ``initial_state`` encodes once; ``step`` runs one
-decoder step from the previous token (the cell's own ``pack_state`` /
-``unpack_state``, the same for every attention); ``keras_attention.decoding``'s
-greedy search drives it and keeps each step's attention ``(B, T, Tv)``; the
-location-sensitive attention then moves at most ``inference_window`` positions
-back and forward from its previous peak (``decoding_window``).
+Decoding (``examples.speech.search``): ``initial_state`` encodes once;
+``step`` runs one decoder step from the previous token (the cell's own
+``pack_state`` / ``unpack_state``, the same for every attention).
 """
 
 from __future__ import annotations
 
-import contextlib
 import types
-from collections.abc import Iterator
 from typing import Any
 
 import keras
@@ -36,13 +31,10 @@ from keras import ops
 
 import keras_attention
 from examples.speech.config import Config
-from examples.speech.data import END
 from examples.speech.data import PAD
 from examples.speech.data import SAMPLING_RATE
-from examples.speech.data import START
 from examples.speech.data import VOCABULARY_SIZE
 from keras_attention import AttentionRNNState
-from keras_attention import decoding
 
 FFT_LENGTH = 256  # 32 ms at 8 kHz
 STRIDE = 80  # 10 ms: frame k is centred on sample 80 k
@@ -376,51 +368,3 @@ def compile_model(model: Listener, config: Config, steps_per_epoch: int = 1) -> 
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=PAD),
     )
     return model
-
-
-@contextlib.contextmanager
-def decoding_window(model: Listener) -> Iterator[None]:
-    """Meanwhile, the model's location-sensitive attention decodes in its ``inference_window``.
-
-    The window is a decoding setting: training and the validation loss
-    (teacher forcing, ``training=False``) attend over the whole memory, as
-    the model learned to; only a search moves the attention at most
-    ``(back, forward)`` positions from its previous peak (Chorowski et al.,
-    2015, windowing). The layer reads the attribute when a search is traced.
-    """
-    layer, window = model.attention_layer, model.settings["inference_window"]
-    if window is None or not hasattr(layer, "inference_window"):
-        yield
-        return
-    layer.inference_window = tuple(window)
-    try:
-        yield
-    finally:
-        layer.inference_window = None
-
-
-def set_decoding_window(model: Listener, window: tuple[int, int] | None) -> None:
-    """Decodes ``model`` with another ``inference_window`` (None: none); see ``decoding_window``."""
-    model.settings["inference_window"] = None if window is None else tuple(window)
-
-
-def greedy(model: Listener, waveform: Any, lengths: Any, max_length: Any) -> dict[str, Any]:
-    """Greedy search over a batch: ``tokens`` (B, T) int32 (END included, then PAD),
-    ``length`` (B,) (END included) and ``attention`` (B, T, Tv) of each emitted token."""
-    with decoding_window(model):
-        state, memory = model.initial_state(waveform, lengths)
-
-        def step(ids: Any, state: Any, index: Any) -> tuple:
-            return model.step(ids, state, memory)
-
-        result = decoding.greedy_search(step, state, START, END, max_length, pad_id=PAD)
-    return {
-        "tokens": result.ids[:, 0],
-        "length": result.lengths[:, 0],
-        "attention": result.attention[:, 0],
-    }
-
-
-def max_decode_length(samples: int) -> int:
-    """The most tokens a search emits for ``samples`` of audio: a digit per 0.1 s, and END."""
-    return 2 + samples // (SAMPLING_RATE // 10)

@@ -19,7 +19,6 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 import argparse
-import random
 import sys
 import time
 from collections.abc import Sequence
@@ -46,22 +45,6 @@ OUTPUTS = (
     runs.MODEL, runs.METRICS, runs.HISTORY, runs.TRAINING, runs.BACKUP, runs.CHECKPOINTS,
     "alignment_*.png", "saved_model", EXPORT_CHECK, EXPORT_REPORT,
 )  # fmt: skip
-
-
-def seed_everything(seed: int) -> None:
-    """Python's, NumPy's and (on PyTorch) torch's generators from ``seed``, without TensorFlow.
-
-    ``keras.utils.set_random_seed`` imports TensorFlow wherever it is
-    installed (to seed it too), which a JAX or PyTorch run must not. Keras's
-    global seed generator, which draws the unseeded initializers, takes its
-    seed from Python's ``random`` when first used, so seeding that is enough.
-    """
-    random.seed(seed)
-    np.random.seed(seed)
-    if backend.name() == "torch":
-        import torch  # noqa: PLC0415  (the PyTorch backend's own package)
-
-        torch.manual_seed(seed)
 
 
 def train_model(
@@ -114,7 +97,7 @@ def run(
     """The whole run of ``config`` into ``run_dir``; returns ``metrics.json``'s values."""
     start = time.perf_counter()
     print(f"Training on: {backend.devices()}")
-    seed_everything(config.seed)
+    backend.set_seed(config.seed)  # without importing TensorFlow on JAX or PyTorch
     runs.prepare_run_dir(run_dir, recipes.to_dict(config), overwrite=overwrite, outputs=OUTPUTS)
     clips = data.load_clips(data_path, config.max_clips_per_speaker)
     datasets = data.make_datasets(clips, config)
