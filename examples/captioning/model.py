@@ -62,7 +62,10 @@ from keras_attention import AttentionRNNState
 from keras_attention import decoding
 
 ATTENTIONS = ("bahdanau", "luong", "scaled_dot")
-KEYS = ("cell", "features")
+KEYS = ("cell", "features", "local")
+VALUES = ("features", "local")
+MASKS = ("ink", "none")
+INK = 0.1  # a cell holds ink when one of its pixels reaches 10% of full
 
 
 def make_attention(name: str, units: int, attention_units: int) -> keras.layers.Layer:
@@ -105,6 +108,8 @@ class Captioner(keras.Model):
         doubly_stochastic: float = 0.0,
         max_length: int = 6,
         attention_keys: str = "features",
+        attention_values: str = "features",
+        attention_mask: str = "none",
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
@@ -123,20 +128,47 @@ class Captioner(keras.Model):
                 f"Expected attention_keys in {KEYS}. Received: attention_keys={attention_keys!r}"
             )
         self.attention_keys = attention_keys
+        if attention_values not in VALUES:
+            raise ValueError(
+                f"Expected attention_values in {VALUES}. "
+                f"Received: attention_values={attention_values!r}"
+            )
+        self.attention_values = attention_values
+        if attention_mask not in MASKS:
+            raise ValueError(
+                f"Expected attention_mask in {MASKS}. Received: attention_mask={attention_mask!r}"
+            )
+        self.attention_mask = attention_mask
         self.grid = (height // pooling, width // pooling)  # (H', W')
 
         # === Encoder: pixels -> grid ===
-        convolutions = [keras.layers.Rescaling(1 / 255, name="to_unit")]
+        # The stem ends at the last pooling (each cell sees 10x10 pixels for pooling 4);
+        # the context's 3x3 convolutions widen that to 26x26.
+        stem, context = [keras.layers.Rescaling(1 / 255, name="to_unit")], []
         widths = [filters // 2] + [filters] * max(2, pools + 1)
         for index, channels in enumerate(widths):
-            convolutions += [
-                keras.layers.Conv2D(channels, 3, padding="same", name=f"conv_{index}"),
-                keras.layers.GroupNormalization(groups=-1, name=f"norm_{index}"),
-                keras.layers.ReLU(name=f"relu_{index}"),
-            ]
+            (stem if index < pools else context).extend(
+                [
+                    keras.layers.Conv2D(channels, 3, padding="same", name=f"conv_{index}"),
+                    keras.layers.GroupNormalization(groups=-1, name=f"norm_{index}"),
+                    keras.layers.ReLU(name=f"relu_{index}"),
+                ]
+            )
             if index < pools:
-                convolutions.append(keras.layers.MaxPooling2D(2, name=f"pool_{index}"))
-        self.encoder = keras.Sequential(convolutions, name="encoder")
+                stem.append(keras.layers.MaxPooling2D(2, name=f"pool_{index}"))
+        self.stem = keras.Sequential(stem, name="stem")
+        self.context = keras.Sequential(context, name="context")
+        # "local" values: the stem's cells, through 1x1 convolutions (no wider view).
+        self.local = None
+        if "local" in (attention_keys, attention_values):
+            pointwise = []
+            for index in range(2):
+                pointwise += [
+                    keras.layers.Conv2D(filters, 1, name=f"local_conv_{index}"),
+                    keras.layers.GroupNormalization(groups=-1, name=f"local_norm_{index}"),
+                    keras.layers.ReLU(name=f"local_relu_{index}"),
+                ]
+            self.local = keras.Sequential(pointwise, name="local")
         self.bridge = keras.layers.Dense(units, activation="tanh", name="bridge")
         # Scaled dot-product scores q . k: the keys need the query's size.
         self.key_projection = None
@@ -163,7 +195,7 @@ class Captioner(keras.Model):
         self.built = True
 
     # ------------------------------------------------------------ encoder
-    def encode(self, images: Any, training: Any = None) -> tuple[Any, Any, list]:
+    def encode(self, images: Any, training: Any = None) -> tuple[Any, Any, Any, list]:
         """``(B, H, W[, 1])`` uint8 -> the memory's keys and values, the first GRU state.
 
         Values ``(B, H', W', filters + 2)``: the CNN's grid and the cell
@@ -174,15 +206,20 @@ class Captioner(keras.Model):
         if len(images.shape) == 3:
             images = images[..., None]
         pixels = ops.cast(images, "float32")
-        grid = self.encoder(pixels, training=training)
+        near = self.stem(pixels, training=training)  # (B, H', W', filters), 10x10 px each
+        grid = self.context(near, training=training)  # (B, H', W', filters), 26x26 px each
         rows, cols = self.grid
         coordinates = ops.stack(
             ops.meshgrid(ops.linspace(0.0, 1.0, rows), ops.linspace(0.0, 1.0, cols), indexing="ij"),
             axis=-1,
         )  # (H', W', 2)
         coordinates = ops.zeros_like(grid[..., :2]) + coordinates  # (B, H', W', 2)
-        values = ops.concatenate([grid, coordinates], axis=-1)
-        keys = values
+        features = ops.concatenate([grid, coordinates], axis=-1)
+        keys = values = features
+        if self.local is not None:
+            local = ops.concatenate([self.local(near, training=training), coordinates], axis=-1)
+            keys = local if self.attention_keys == "local" else features
+            values = local if self.attention_values == "local" else features
         if self.attention_keys == "cell":
             size = self.pooling
             cells = ops.reshape(pixels / 255.0, (-1, rows, size, cols, size))
@@ -192,15 +229,20 @@ class Captioner(keras.Model):
             keys = ops.concatenate([cells, coordinates], axis=-1)  # (B, H', W', p*p + 2)
         if self.key_projection is not None:
             keys = self.key_projection(keys)  # (B, H', W', units)
+        mask = None
+        if self.attention_mask == "ink":
+            size = self.pooling
+            blocks = ops.reshape(pixels, (-1, rows, size, cols, size))
+            mask = ops.max(blocks, axis=(2, 4)) >= INK * 255  # (B, H', W')
         first = self.bridge(ops.mean(grid, axis=(1, 2)))  # (B, units)
-        return keys, values, [first]
+        return keys, values, mask, [first]
 
     # ------------------------------------------------------------ teacher forcing
     def attend(self, images: Any, caption_in: Any, training: Any = None, penalty: bool = True):
         """Teacher-forced ``(logits (B, T, V), weights (B, T, H', W'))``."""
-        keys, values, first = self.encode(images, training)
+        keys, values, mask, first = self.encode(images, training)
         embedded = self.embedding(caption_in)  # (B, T, E), masked after the caption
-        states = self.cell.initial_state(values, key=keys, cell_state=first)
+        states = self.cell.initial_state(values, key=keys, value_mask=mask, cell_state=first)
         outputs = self.decoder(embedded, initial_state=states, training=training)
         attentional = outputs[..., self.units : 2 * self.units]  # a_t out of [h_t; a_t; w_t]
         weights = self.cell.alignment_history(outputs)  # (B, T, H', W')
@@ -219,8 +261,10 @@ class Captioner(keras.Model):
     # ------------------------------------------------------------ decoding
     def initial_state(self, images: Any) -> tuple[dict[str, Any], tuple]:
         """Encodes ``(B, H, W[, 1])`` once: the first decoder state and the projected memory."""
-        keys, values, first = self.encode(images)
-        full = self.cell.unpack_state(self.cell.initial_state(values, key=keys, cell_state=first))
+        keys, values, mask, first = self.encode(images)
+        full = self.cell.unpack_state(
+            self.cell.initial_state(values, key=keys, value_mask=mask, cell_state=first)
+        )
         state = {"cell": full.cell_states, "attention": full.attention, "weights": full.weights}
         return state, (full.keys, full.values, full.mask)
 
@@ -270,6 +314,8 @@ class Captioner(keras.Model):
             "doubly_stochastic": self.doubly_stochastic,
             "max_length": self.max_length,
             "attention_keys": self.attention_keys,
+            "attention_values": self.attention_values,
+            "attention_mask": self.attention_mask,
         }
 
 
@@ -287,5 +333,7 @@ def build_model(config) -> Captioner:
         doubly_stochastic=config.doubly_stochastic,
         max_length=config.max_digits + 1,
         attention_keys=config.attention_keys,
+        attention_values=config.attention_values,
+        attention_mask=config.attention_mask,
         name=f"captioner_{config.attention}",
     )
