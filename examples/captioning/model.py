@@ -26,9 +26,18 @@ Read top to bottom:
    ``"scaled_dot"`` (the keys projected to the query's size first); weights
    ``(B, T, H', W')``. What the attention scores, its keys, is the memory
    itself (``attention_keys="features"``, as in Xu et al.) or each cell's own
-   pixels and coordinates (``"cell"``); the context is always the weighted
-   sum of the CNN's features (the values). A CNN feature sees 26x26 pixels,
-   so a cell beside a digit sees it too; a cell's own pixels do not.
+   pixels and coordinates (``"cell"``). What it reads, the values, is the
+   CNN's grid too (``attention_values="features"``) or, with ``"local"``,
+   the stem's output before the last convolutions through two 1x1
+   convolutions: 10x10 pixels a cell instead of 26x26 (pooling 4), so that a
+   cell beside a digit sees less of it.
+   **Where it may look** (``attention_mask="ink"``, the default): only at
+   cells that hold ink, a mean pixel of at least ``INK`` = 20% of full (3.2
+   of the 16 pixels of a 4x4 cell lit), passed as the cell's ``value_mask``. It
+   comes from the pixels, not from any label: a blank cell holds nothing to
+   read, yet a CNN feature sees 26x26 pixels, so without the mask the
+   attention often settled on the blank cell beside the digit it read.
+   A scene without ink gets zero weights and a zero context, not NaN.
 4. **Doubly stochastic regularization** (Xu et al., eq. 14), with
    ``doubly_stochastic`` = lambda > 0: ``lambda * sum_cells (1 - sum_t
    w_t)^2`` over the caption's real steps, averaged over the batch, is
@@ -62,10 +71,10 @@ from keras_attention import AttentionRNNState
 from keras_attention import decoding
 
 ATTENTIONS = ("bahdanau", "luong", "scaled_dot")
-KEYS = ("cell", "features", "local")
+KEYS = ("cell", "features")
 VALUES = ("features", "local")
 MASKS = ("ink", "none")
-INK = 0.1  # a cell holds ink when one of its pixels reaches 10% of full
+INK = 0.2  # a cell holds ink when its mean pixel reaches 20% of full (3.2 of 16 pixels lit)
 
 
 def make_attention(name: str, units: int, attention_units: int) -> keras.layers.Layer:
@@ -93,6 +102,11 @@ class Captioner(keras.Model):
         embedding_dim: the token embedding's size.
         doubly_stochastic: lambda of the doubly stochastic penalty; 0 is off.
         max_length: the most tokens a search writes (digits and the end).
+        attention_keys: ``"features"`` (the CNN's grid) or ``"cell"`` (each cell's pixels).
+        attention_values: ``"features"`` or ``"local"`` (the stem's 10x10-pixel view).
+        attention_mask: ``"ink"`` (only cells holding ink may be attended) or
+            ``"none"``; ``"none"`` here, so that a model saved before the mask
+            existed loads as it was trained (``config.py``'s default is ``"ink"``).
     """
 
     def __init__(
@@ -160,7 +174,7 @@ class Captioner(keras.Model):
         self.context = keras.Sequential(context, name="context")
         # "local" values: the stem's cells, through 1x1 convolutions (no wider view).
         self.local = None
-        if "local" in (attention_keys, attention_values):
+        if attention_values == "local":
             pointwise = []
             for index in range(2):
                 pointwise += [
@@ -214,12 +228,9 @@ class Captioner(keras.Model):
             axis=-1,
         )  # (H', W', 2)
         coordinates = ops.zeros_like(grid[..., :2]) + coordinates  # (B, H', W', 2)
-        features = ops.concatenate([grid, coordinates], axis=-1)
-        keys = values = features
+        keys = values = ops.concatenate([grid, coordinates], axis=-1)
         if self.local is not None:
-            local = ops.concatenate([self.local(near, training=training), coordinates], axis=-1)
-            keys = local if self.attention_keys == "local" else features
-            values = local if self.attention_values == "local" else features
+            values = ops.concatenate([self.local(near, training=training), coordinates], axis=-1)
         if self.attention_keys == "cell":
             size = self.pooling
             cells = ops.reshape(pixels / 255.0, (-1, rows, size, cols, size))
@@ -233,7 +244,7 @@ class Captioner(keras.Model):
         if self.attention_mask == "ink":
             size = self.pooling
             blocks = ops.reshape(pixels, (-1, rows, size, cols, size))
-            mask = ops.max(blocks, axis=(2, 4)) >= INK * 255  # (B, H', W')
+            mask = ops.mean(blocks, axis=(2, 4)) >= INK * 255  # (B, H', W')
         first = self.bridge(ops.mean(grid, axis=(1, 2)))  # (B, units)
         return keys, values, mask, [first]
 

@@ -29,8 +29,8 @@ def test_cell_keys_are_each_cells_own_pixels_and_coordinates():
 def test_ink_mask_keeps_the_attention_on_cells_with_ink():
     model = Captioner(attention_mask="ink", **SMALL)
     images = np.zeros((2, 8, 16), "uint8")
-    images[0, 5, 9] = 255  # cell (1, 2)
-    images[0, 0, 0] = 20  # below 10% of full: no ink
+    images[0, 4:8, 9] = 255  # cell (1, 2): 4 of 16 pixels lit, a mean of 25% of full
+    images[0, 0, 0:3] = 255  # cell (0, 0): 3 of 16, 18.75%, under INK (20%): no ink
     caption_in = np.array([[2, 5, 6], [2, 7, 0]], "int32")
     _, weights = model.attend(images, caption_in, penalty=False)
     weights = keras.ops.convert_to_numpy(weights)  # (B, T, 2, 4)
