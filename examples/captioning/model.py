@@ -156,22 +156,21 @@ class Captioner(keras.Model):
         self.grid = (height // pooling, width // pooling)  # (H', W')
 
         # === Encoder: pixels -> grid ===
-        # The stem ends at the last pooling (each cell sees 10x10 pixels for pooling 4);
-        # the context's 3x3 convolutions widen that to 26x26.
-        stem, context = [keras.layers.Rescaling(1 / 255, name="to_unit")], []
+        # Its first `stem_layers` layers end at the last pooling (each cell sees 10x10
+        # pixels for pooling 4); the 3x3 convolutions after them widen that to 26x26.
+        convolutions = [keras.layers.Rescaling(1 / 255, name="to_unit")]
         widths = [filters // 2] + [filters] * max(2, pools + 1)
         for index, channels in enumerate(widths):
-            (stem if index < pools else context).extend(
-                [
-                    keras.layers.Conv2D(channels, 3, padding="same", name=f"conv_{index}"),
-                    keras.layers.GroupNormalization(groups=-1, name=f"norm_{index}"),
-                    keras.layers.ReLU(name=f"relu_{index}"),
-                ]
-            )
+            convolutions += [
+                keras.layers.Conv2D(channels, 3, padding="same", name=f"conv_{index}"),
+                keras.layers.GroupNormalization(groups=-1, name=f"norm_{index}"),
+                keras.layers.ReLU(name=f"relu_{index}"),
+            ]
             if index < pools:
-                stem.append(keras.layers.MaxPooling2D(2, name=f"pool_{index}"))
-        self.stem = keras.Sequential(stem, name="stem")
-        self.context = keras.Sequential(context, name="context")
+                convolutions.append(keras.layers.MaxPooling2D(2, name=f"pool_{index}"))
+        self.stem_layers = 1 + 4 * pools  # rescaling, then (conv, norm, relu, pool) per pooling
+        self.encoder = keras.Sequential(convolutions, name="encoder")
+        self.encoder.build((None, height, width, 1))
         # "local" values: the stem's cells, through 1x1 convolutions (no wider view).
         self.local = None
         if attention_values == "local":
@@ -210,18 +209,25 @@ class Captioner(keras.Model):
 
     # ------------------------------------------------------------ encoder
     def encode(self, images: Any, training: Any = None) -> tuple[Any, Any, Any, list]:
-        """``(B, H, W[, 1])`` uint8 -> the memory's keys and values, the first GRU state.
+        """``(B, H, W[, 1])`` uint8 -> the memory's keys, values and mask, the first GRU state.
 
-        Values ``(B, H', W', filters + 2)``: the CNN's grid and the cell
-        coordinates. Keys: the same (``attention_keys="features"``), or each
-        cell's own pixels and its coordinates, ``(B, H', W', pooling**2 + 2)``
-        (``"cell"``).
+        Values ``(B, H', W', filters + 2)``: the CNN's grid (or, with
+        ``attention_values="local"``, the stem's cells through 1x1
+        convolutions) and the cell coordinates. Keys: the CNN's grid and the
+        coordinates (``attention_keys="features"``), or each cell's own pixels
+        and its coordinates, ``(B, H', W', pooling**2 + 2)`` (``"cell"``).
+        Mask ``(B, H', W')`` bool, the cells holding ink (``attention_mask="ink"``),
+        or None.
         """
         if len(images.shape) == 3:
             images = images[..., None]
         pixels = ops.cast(images, "float32")
-        near = self.stem(pixels, training=training)  # (B, H', W', filters), 10x10 px each
-        grid = self.context(near, training=training)  # (B, H', W', filters), 26x26 px each
+        near = pixels
+        for layer in self.encoder.layers[: self.stem_layers]:
+            near = layer(near, training=training)  # (B, H', W', ·): 10x10 px a cell
+        grid = near
+        for layer in self.encoder.layers[self.stem_layers :]:
+            grid = layer(grid, training=training)  # (B, H', W', filters): 26x26 px a cell
         rows, cols = self.grid
         coordinates = ops.stack(
             ops.meshgrid(ops.linspace(0.0, 1.0, rows), ops.linspace(0.0, 1.0, cols), indexing="ij"),

@@ -49,7 +49,7 @@ def test_local_values_come_from_the_stem_and_keys_from_the_context():
     keys, values, _, _ = model.encode(keras.ops.convert_to_tensor(image))
     keys, values = keras.ops.convert_to_numpy(keys), keras.ops.convert_to_numpy(values)
     assert keys.shape == values.shape == (1, 2, 4, 4 + 2)
-    grid = model.context(model.stem(keras.ops.cast(image[..., None], "float32")))
+    grid = model.encoder(keras.ops.cast(image[..., None], "float32"))  # stem and the rest
     np.testing.assert_allclose(keys[..., :4], keras.ops.convert_to_numpy(grid), atol=1e-6)
     np.testing.assert_allclose(values[..., 4:], keys[..., 4:])  # the same coordinates
     assert not np.allclose(values[..., :4], keys[..., :4])
