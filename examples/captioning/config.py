@@ -26,6 +26,7 @@ class Config:
     min_digits: int = 1
     max_digits: int = 5
     clutter: int = 0  # random strokes per scene, away from the digits
+    augment_glyphs: bool = False  # training scenes: each glyph a random affine copy (data.distort)
     train_scenes: int = 8000
     validation_scenes: int = 500
     test_scenes: int = 1000
@@ -38,8 +39,12 @@ class Config:
     attention_units: int = 64  # Bahdanau's hidden size
     # What the attention scores: each cell's own pixels ("cell") or the CNN's features.
     attention_keys: Literal["cell", "features"] = "features"
+    # What the context reads: the CNN's features (26x26 px per cell) or "local" ones (10x10).
+    attention_values: Literal["features", "local"] = "features"
+    # "ink": the attention may look only at cells holding ink (mean pixel >= 20% of full).
+    attention_mask: Literal["ink", "none"] = "ink"
     embedding_dim: int = 32
-    doubly_stochastic: float = 0.0  # Xu et al.'s lambda; 0: off
+    doubly_stochastic: float = 0.01  # Xu et al.'s lambda; 0: off
     # --- Training
     epochs: int = 12
     batch_size: int = 64

@@ -136,10 +136,39 @@ def _stroke(canvas: np.ndarray, taken: np.ndarray, rng: np.random.Generator) -> 
         canvas[ys, xs] = np.maximum(canvas[ys, xs], 200)
 
 
-def make_scenes(glyphs: Glyphs, count: int, seed: int, config: Config) -> Scenes:
-    """``count`` scenes of ``glyphs`` (see the module doc), the same for the same seed."""
+def distort(glyph: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A random affine copy of a ``(g, g)`` uint8 glyph, about its centre, in its footprint.
+
+    Rotation up to 12 degrees, scale 0.85 to 1.1 on each axis, shear up to
+    0.2 and a shift up to half a pixel, resampled bilinearly (``scipy.ndimage``);
+    what interpolation leaves below 10% of full ink is cleared, so the ink box
+    stays tight.
+    """
+    from scipy import ndimage  # noqa: PLC0415  (scipy comes with scikit-learn)
+
+    angle = np.deg2rad(rng.uniform(-12, 12))
+    scale = rng.uniform(0.85, 1.1, size=2)
+    shear = rng.uniform(-0.2, 0.2)
+    rotation = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+    forward = rotation @ np.array([[1.0, shear], [0.0, 1.0]]) @ np.diag(scale)
+    inverse = np.linalg.inv(forward)  # output pixel -> input pixel
+    centre = (np.array(glyph.shape) - 1) / 2
+    offset = centre - inverse @ (centre + rng.uniform(-0.5, 0.5, size=2))
+    out = ndimage.affine_transform(glyph.astype("float64"), inverse, offset, order=1)
+    return np.where(out < 25.5, 0, np.round(out)).clip(0, 255).astype("uint8")
+
+
+def make_scenes(
+    glyphs: Glyphs, count: int, seed: int, config: Config, augment: bool = False
+) -> Scenes:
+    """``count`` scenes of ``glyphs`` (see the module doc), the same for the same seed.
+
+    With ``augment``, each placed glyph is a fresh ``distort``-ed copy (the
+    same scenes otherwise: the distortions draw from their own stream).
+    """
     config.check_scenes()
     rng = np.random.default_rng([seed, 2])
+    warp = np.random.default_rng([seed, 3])  # its own stream: the same scenes, glyphs distorted
     size, most = glyphs.images.shape[1], config.max_digits
     images = np.zeros((count, config.height, config.width), "uint8")
     digits = np.full((count, most), -1, "int64")
@@ -150,9 +179,10 @@ def make_scenes(glyphs: Glyphs, count: int, seed: int, config: Config) -> Scenes
         tops, lefts = place(int(counts[n]), size, config.height, config.width, rng)
         taken = np.zeros((config.height, config.width), bool)
         for i, (glyph, top, left) in enumerate(zip(chosen, tops, lefts)):
-            images[n, top : top + size, left : left + size] = glyphs.images[glyph]
+            ink = distort(glyphs.images[glyph], warp) if augment else glyphs.images[glyph]
+            images[n, top : top + size, left : left + size] = ink
             taken[top : top + size, left : left + size] = True
-            y0, x0, y1, x1 = ink_box(glyphs.images[glyph])
+            y0, x0, y1, x1 = ink_box(ink)
             boxes[n, i] = (top + y0, left + x0, top + y1, left + x1)
             digits[n, i] = glyphs.labels[glyph]
         for _ in range(config.clutter):
@@ -206,7 +236,13 @@ def load(config: Config) -> dict[str, Scenes]:
         "test": config.test_scenes,
     }
     return {
-        name: make_scenes(parts[name], sizes[name], config.seed * 3 + index, config)
+        name: make_scenes(
+            parts[name],
+            sizes[name],
+            config.seed * 3 + index,
+            config,
+            augment=config.augment_glyphs and name == "train",
+        )
         for index, name in enumerate(SPLITS)
     }
 

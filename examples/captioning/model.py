@@ -26,9 +26,18 @@ Read top to bottom:
    ``"scaled_dot"`` (the keys projected to the query's size first); weights
    ``(B, T, H', W')``. What the attention scores, its keys, is the memory
    itself (``attention_keys="features"``, as in Xu et al.) or each cell's own
-   pixels and coordinates (``"cell"``); the context is always the weighted
-   sum of the CNN's features (the values). A CNN feature sees 26x26 pixels,
-   so a cell beside a digit sees it too; a cell's own pixels do not.
+   pixels and coordinates (``"cell"``). What it reads, the values, is the
+   CNN's grid too (``attention_values="features"``) or, with ``"local"``,
+   the stem's output before the last convolutions through two 1x1
+   convolutions: 10x10 pixels a cell instead of 26x26 (pooling 4), so that a
+   cell beside a digit sees less of it.
+   **Where it may look** (``attention_mask="ink"``, the default): only at
+   cells that hold ink, a mean pixel of at least ``INK`` = 20% of full (3.2
+   of the 16 pixels of a 4x4 cell lit), passed as the cell's ``value_mask``. It
+   comes from the pixels, not from any label: a blank cell holds nothing to
+   read, yet a CNN feature sees 26x26 pixels, so without the mask the
+   attention often settled on the blank cell beside the digit it read.
+   A scene without ink gets zero weights and a zero context, not NaN.
 4. **Doubly stochastic regularization** (Xu et al., eq. 14), with
    ``doubly_stochastic`` = lambda > 0: ``lambda * sum_cells (1 - sum_t
    w_t)^2`` over the caption's real steps, averaged over the batch, is
@@ -63,6 +72,9 @@ from keras_attention import decoding
 
 ATTENTIONS = ("bahdanau", "luong", "scaled_dot")
 KEYS = ("cell", "features")
+VALUES = ("features", "local")
+MASKS = ("ink", "none")
+INK = 0.2  # a cell holds ink when its mean pixel reaches 20% of full (3.2 of 16 pixels lit)
 
 
 def make_attention(name: str, units: int, attention_units: int) -> keras.layers.Layer:
@@ -90,6 +102,11 @@ class Captioner(keras.Model):
         embedding_dim: the token embedding's size.
         doubly_stochastic: lambda of the doubly stochastic penalty; 0 is off.
         max_length: the most tokens a search writes (digits and the end).
+        attention_keys: ``"features"`` (the CNN's grid) or ``"cell"`` (each cell's pixels).
+        attention_values: ``"features"`` or ``"local"`` (the stem's 10x10-pixel view).
+        attention_mask: ``"ink"`` (only cells holding ink may be attended) or
+            ``"none"``; ``"none"`` here, so that a model saved before the mask
+            existed loads as it was trained (``config.py``'s default is ``"ink"``).
     """
 
     def __init__(
@@ -105,6 +122,8 @@ class Captioner(keras.Model):
         doubly_stochastic: float = 0.0,
         max_length: int = 6,
         attention_keys: str = "features",
+        attention_values: str = "features",
+        attention_mask: str = "none",
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
@@ -123,9 +142,22 @@ class Captioner(keras.Model):
                 f"Expected attention_keys in {KEYS}. Received: attention_keys={attention_keys!r}"
             )
         self.attention_keys = attention_keys
+        if attention_values not in VALUES:
+            raise ValueError(
+                f"Expected attention_values in {VALUES}. "
+                f"Received: attention_values={attention_values!r}"
+            )
+        self.attention_values = attention_values
+        if attention_mask not in MASKS:
+            raise ValueError(
+                f"Expected attention_mask in {MASKS}. Received: attention_mask={attention_mask!r}"
+            )
+        self.attention_mask = attention_mask
         self.grid = (height // pooling, width // pooling)  # (H', W')
 
         # === Encoder: pixels -> grid ===
+        # Its first `stem_layers` layers end at the last pooling (each cell sees 10x10
+        # pixels for pooling 4); the 3x3 convolutions after them widen that to 26x26.
         convolutions = [keras.layers.Rescaling(1 / 255, name="to_unit")]
         widths = [filters // 2] + [filters] * max(2, pools + 1)
         for index, channels in enumerate(widths):
@@ -136,7 +168,20 @@ class Captioner(keras.Model):
             ]
             if index < pools:
                 convolutions.append(keras.layers.MaxPooling2D(2, name=f"pool_{index}"))
+        self.stem_layers = 1 + 4 * pools  # rescaling, then (conv, norm, relu, pool) per pooling
         self.encoder = keras.Sequential(convolutions, name="encoder")
+        self.encoder.build((None, height, width, 1))
+        # "local" values: the stem's cells, through 1x1 convolutions (no wider view).
+        self.local = None
+        if attention_values == "local":
+            pointwise = []
+            for index in range(2):
+                pointwise += [
+                    keras.layers.Conv2D(filters, 1, name=f"local_conv_{index}"),
+                    keras.layers.GroupNormalization(groups=-1, name=f"local_norm_{index}"),
+                    keras.layers.ReLU(name=f"local_relu_{index}"),
+                ]
+            self.local = keras.Sequential(pointwise, name="local")
         self.bridge = keras.layers.Dense(units, activation="tanh", name="bridge")
         # Scaled dot-product scores q . k: the keys need the query's size.
         self.key_projection = None
@@ -163,26 +208,35 @@ class Captioner(keras.Model):
         self.built = True
 
     # ------------------------------------------------------------ encoder
-    def encode(self, images: Any, training: Any = None) -> tuple[Any, Any, list]:
-        """``(B, H, W[, 1])`` uint8 -> the memory's keys and values, the first GRU state.
+    def encode(self, images: Any, training: Any = None) -> tuple[Any, Any, Any, list]:
+        """``(B, H, W[, 1])`` uint8 -> the memory's keys, values and mask, the first GRU state.
 
-        Values ``(B, H', W', filters + 2)``: the CNN's grid and the cell
-        coordinates. Keys: the same (``attention_keys="features"``), or each
-        cell's own pixels and its coordinates, ``(B, H', W', pooling**2 + 2)``
-        (``"cell"``).
+        Values ``(B, H', W', filters + 2)``: the CNN's grid (or, with
+        ``attention_values="local"``, the stem's cells through 1x1
+        convolutions) and the cell coordinates. Keys: the CNN's grid and the
+        coordinates (``attention_keys="features"``), or each cell's own pixels
+        and its coordinates, ``(B, H', W', pooling**2 + 2)`` (``"cell"``).
+        Mask ``(B, H', W')`` bool, the cells holding ink (``attention_mask="ink"``),
+        or None.
         """
         if len(images.shape) == 3:
             images = images[..., None]
         pixels = ops.cast(images, "float32")
-        grid = self.encoder(pixels, training=training)
+        near = pixels
+        for layer in self.encoder.layers[: self.stem_layers]:
+            near = layer(near, training=training)  # (B, H', W', ·): 10x10 px a cell
+        grid = near
+        for layer in self.encoder.layers[self.stem_layers :]:
+            grid = layer(grid, training=training)  # (B, H', W', filters): 26x26 px a cell
         rows, cols = self.grid
         coordinates = ops.stack(
             ops.meshgrid(ops.linspace(0.0, 1.0, rows), ops.linspace(0.0, 1.0, cols), indexing="ij"),
             axis=-1,
         )  # (H', W', 2)
         coordinates = ops.zeros_like(grid[..., :2]) + coordinates  # (B, H', W', 2)
-        values = ops.concatenate([grid, coordinates], axis=-1)
-        keys = values
+        keys = values = ops.concatenate([grid, coordinates], axis=-1)
+        if self.local is not None:
+            values = ops.concatenate([self.local(near, training=training), coordinates], axis=-1)
         if self.attention_keys == "cell":
             size = self.pooling
             cells = ops.reshape(pixels / 255.0, (-1, rows, size, cols, size))
@@ -192,15 +246,20 @@ class Captioner(keras.Model):
             keys = ops.concatenate([cells, coordinates], axis=-1)  # (B, H', W', p*p + 2)
         if self.key_projection is not None:
             keys = self.key_projection(keys)  # (B, H', W', units)
+        mask = None
+        if self.attention_mask == "ink":
+            size = self.pooling
+            blocks = ops.reshape(pixels, (-1, rows, size, cols, size))
+            mask = ops.mean(blocks, axis=(2, 4)) >= INK * 255  # (B, H', W')
         first = self.bridge(ops.mean(grid, axis=(1, 2)))  # (B, units)
-        return keys, values, [first]
+        return keys, values, mask, [first]
 
     # ------------------------------------------------------------ teacher forcing
     def attend(self, images: Any, caption_in: Any, training: Any = None, penalty: bool = True):
         """Teacher-forced ``(logits (B, T, V), weights (B, T, H', W'))``."""
-        keys, values, first = self.encode(images, training)
+        keys, values, mask, first = self.encode(images, training)
         embedded = self.embedding(caption_in)  # (B, T, E), masked after the caption
-        states = self.cell.initial_state(values, key=keys, cell_state=first)
+        states = self.cell.initial_state(values, key=keys, value_mask=mask, cell_state=first)
         outputs = self.decoder(embedded, initial_state=states, training=training)
         attentional = outputs[..., self.units : 2 * self.units]  # a_t out of [h_t; a_t; w_t]
         weights = self.cell.alignment_history(outputs)  # (B, T, H', W')
@@ -219,8 +278,10 @@ class Captioner(keras.Model):
     # ------------------------------------------------------------ decoding
     def initial_state(self, images: Any) -> tuple[dict[str, Any], tuple]:
         """Encodes ``(B, H, W[, 1])`` once: the first decoder state and the projected memory."""
-        keys, values, first = self.encode(images)
-        full = self.cell.unpack_state(self.cell.initial_state(values, key=keys, cell_state=first))
+        keys, values, mask, first = self.encode(images)
+        full = self.cell.unpack_state(
+            self.cell.initial_state(values, key=keys, value_mask=mask, cell_state=first)
+        )
         state = {"cell": full.cell_states, "attention": full.attention, "weights": full.weights}
         return state, (full.keys, full.values, full.mask)
 
@@ -270,6 +331,8 @@ class Captioner(keras.Model):
             "doubly_stochastic": self.doubly_stochastic,
             "max_length": self.max_length,
             "attention_keys": self.attention_keys,
+            "attention_values": self.attention_values,
+            "attention_mask": self.attention_mask,
         }
 
 
@@ -287,5 +350,7 @@ def build_model(config) -> Captioner:
         doubly_stochastic=config.doubly_stochastic,
         max_length=config.max_digits + 1,
         attention_keys=config.attention_keys,
+        attention_values=config.attention_values,
+        attention_mask=config.attention_mask,
         name=f"captioner_{config.attention}",
     )

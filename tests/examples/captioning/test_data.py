@@ -155,3 +155,29 @@ def test_mnist_from_a_local_file_is_resized(tmp_path):
     glyphs = data.load_glyphs(Config(digits="mnist", mnist_path=str(path)))
     assert glyphs.images.shape == (6, 8, 8) and glyphs.labels.tolist() == [0, 1, 2, 3, 4, 5]
     assert (glyphs.images[:, :3, :3] == 255).all() and (glyphs.images[:, 5:, :] == 0).all()
+
+
+def test_distorted_glyphs_keep_their_footprint_and_seed():
+    glyphs = data.split_glyphs(data.load_glyphs(Config()), 0)["train"]
+    first = [data.distort(g, np.random.default_rng(4)) for g in glyphs.images[:20]]
+    again = [data.distort(g, np.random.default_rng(4)) for g in glyphs.images[:20]]
+    for glyph, a, b in zip(glyphs.images[:20], first, again):
+        assert a.shape == glyph.shape and a.dtype == np.uint8 and np.array_equal(a, b)
+        assert a.any() and not np.array_equal(a, glyph)
+        assert ((a == 0) | (a >= 26)).all()  # interpolation's faint fringe cleared
+
+
+def test_augmented_glyphs_only_in_the_training_scenes():
+    config = Config(train_scenes=20, validation_scenes=10, test_scenes=10)
+    plain, augmented = (
+        data.load(config),
+        data.load(dataclasses.replace(config, augment_glyphs=True)),
+    )
+    assert not np.array_equal(plain["train"].images, augmented["train"].images)
+    assert np.array_equal(plain["train"].digits, augmented["train"].digits)
+    for name in ("validation", "test"):
+        assert all(np.array_equal(a, b) for a, b in zip(plain[name], augmented[name]))
+    for image, boxes, count in zip(*augmented["train"][::2], augmented["train"].counts):
+        for top, left, bottom, right in boxes[:count]:  # each box is its ink's tight box
+            block = image[top:bottom, left:right]
+            assert block[0].any() and block[-1].any() and block[:, 0].any() and block[:, -1].any()

@@ -13,7 +13,8 @@ def test_cell_keys_are_each_cells_own_pixels_and_coordinates():
     model = Captioner(attention_keys="cell", **SMALL)
     image = np.zeros((1, 8, 16), "uint8")
     image[0, 5, 9] = 255  # row 5, column 9: cell (1, 2), pixel (1, 1) of its 4x4
-    keys, values, _ = model.encode(keras.ops.convert_to_tensor(image))
+    keys, values, mask, _ = model.encode(keras.ops.convert_to_tensor(image))
+    assert mask is None  # attention_mask="none"
     keys = keras.ops.convert_to_numpy(keys)
     assert keys.shape == (1, 2, 4, 16 + 2)
     expected = np.zeros((2, 4, 16))
@@ -25,9 +26,38 @@ def test_cell_keys_are_each_cells_own_pixels_and_coordinates():
     assert tuple(values.shape) == (1, 2, 4, 4 + 2)
 
 
+def test_ink_mask_keeps_the_attention_on_cells_with_ink():
+    model = Captioner(attention_mask="ink", **SMALL)
+    images = np.zeros((2, 8, 16), "uint8")
+    images[0, 4:8, 9] = 255  # cell (1, 2): 4 of 16 pixels lit, a mean of 25% of full
+    images[0, 0, 0:3] = 255  # cell (0, 0): 3 of 16, 18.75%, under INK (20%): no ink
+    caption_in = np.array([[2, 5, 6], [2, 7, 0]], "int32")
+    _, weights = model.attend(images, caption_in, penalty=False)
+    weights = keras.ops.convert_to_numpy(weights)  # (B, T, 2, 4)
+    expected = np.zeros((3, 2, 4))
+    expected[:, 1, 2] = 1.0
+    np.testing.assert_allclose(weights[0], expected, atol=1e-6)
+    np.testing.assert_array_equal(weights[1], 0.0)  # a blank scene: zeros, not NaN
+    found = keras.ops.convert_to_numpy(model.search(images).attention)
+    assert np.isfinite(found).all()
+    np.testing.assert_allclose(found[0, 0], expected[0].ravel(), atol=1e-6)
+
+
+def test_local_values_come_from_the_stem_and_keys_from_the_context():
+    model = Captioner(attention_values="local", **SMALL)
+    image = np.random.default_rng(2).integers(0, 256, (1, 8, 16), dtype="uint8")
+    keys, values, _, _ = model.encode(keras.ops.convert_to_tensor(image))
+    keys, values = keras.ops.convert_to_numpy(keys), keras.ops.convert_to_numpy(values)
+    assert keys.shape == values.shape == (1, 2, 4, 4 + 2)
+    grid = model.encoder(keras.ops.cast(image[..., None], "float32"))  # stem and the rest
+    np.testing.assert_allclose(keys[..., :4], keras.ops.convert_to_numpy(grid), atol=1e-6)
+    np.testing.assert_allclose(values[..., 4:], keys[..., 4:])  # the same coordinates
+    assert not np.allclose(values[..., :4], keys[..., :4])
+
+
 @pytest.mark.parametrize("attention", ["bahdanau", "luong", "scaled_dot"])
 def test_saved_and_loaded_model_searches_the_same(tmp_path, attention):
-    model = Captioner(attention=attention, **SMALL)
+    model = Captioner(attention=attention, attention_mask="ink", attention_values="local", **SMALL)
     images = np.random.default_rng(0).integers(0, 256, (3, 8, 16), dtype="uint8")
     before = keras.ops.convert_to_numpy(model.search(images).attention)
     model.save(tmp_path / "m.keras")
@@ -58,6 +88,8 @@ def test_doubly_stochastic_penalty_is_added_to_the_loss():
         ({"pooling": 3}, "pooling"),
         ({"attention": "dot"}, "attention"),
         ({"attention_keys": "x"}, "attention_keys"),
+        ({"attention_values": "x"}, "attention_values"),
+        ({"attention_mask": "x"}, "attention_mask"),
     ],
 )
 def test_bad_settings_are_refused(settings, word):
