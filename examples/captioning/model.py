@@ -302,20 +302,16 @@ class Captioner(keras.Model):
         ``ids`` ``(B, max_length)``, ``attention`` ``(B, max_length, H'*W')``.
         """
         state, memory = self.initial_state(images)
-        if beam_size != 1:
-            memory = decoding.tile_state(memory, beam_size)
-
-        def step(ids, state, index):
-            return self.step(ids, state, memory, index)
-
-        common = dict(start_id=START_ID, end_id=END_ID, max_length=self.max_length, pad_id=PAD_ID)
-        if beam_size == 1:
-            result = decoding.greedy_search(step, state, **common)
-        else:
-            result = decoding.beam_search(
-                step, state, beam_size=beam_size, early_stopping=True, **common
-            )
-        return keras.tree.map_structure(lambda x: x[:, 0], result)
+        return decoding.decode(
+            self.step,
+            state,
+            memory,
+            start_id=START_ID,
+            end_id=END_ID,
+            max_length=self.max_length,
+            beam_size=beam_size,
+            pad_id=PAD_ID,
+        )
 
     def get_config(self):
         return {

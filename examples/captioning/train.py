@@ -71,7 +71,7 @@ def train(config: Config, output_dir: str, overwrite: bool = False) -> dict[str,
         f"validation, {len(scenes['test'].counts)} test (held-out glyphs); "
         f"{config.height}x{config.width} pixels, grid {config.grid[0]}x{config.grid[1]}"
     )
-    keras.utils.set_random_seed(config.seed)
+    backend.set_seed(config.seed)  # without importing TensorFlow on JAX or PyTorch
     model = build_model(config)
     train_batches = data.batches(
         scenes["train"], config.batch_size, shuffle_seed=config.seed, passes=config.epochs
