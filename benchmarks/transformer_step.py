@@ -42,7 +42,7 @@ from examples.nmt.text.special import END_ID
 from examples.nmt.text.special import PAD_ID
 from examples.nmt.text.special import RESERVED
 from examples.nmt.text.special import START_ID
-from examples.nmt.text.vocabularies import Vocabularies
+from examples.nmt.host.vocabularies import Vocabularies
 from examples.nmt.training.fit import compiled_model
 
 OURS, KERAS = "keras_attention.MultiHead", "keras.layers.MultiHeadAttention"

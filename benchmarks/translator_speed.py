@@ -58,7 +58,7 @@ def main(argv=None) -> dict:
     with tempfile.TemporaryDirectory() as scratch:
         path = args.saved_model or os.path.join(args.run, "saved_model")
         if args.export:
-            model, vocabularies = runs.load_run(args.run, tensorflow=True)
+            model, vocabularies = runs.load_run(args.run)
             path = export.export_translator(
                 model,
                 vocabularies,
