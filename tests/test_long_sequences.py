@@ -543,15 +543,16 @@ def test_jax_multiply_reduce_matches_the_matrix_product_form(rng):
 def test_default_dot_tiles_grow_with_what_fits():
     from keras_attention.memory_efficient import chunked
 
-    sides = [chunked.dot_block_size(n, False, "tensorflow") for n in (1, 8, 16, 64, 4096)]
-    assert sides == [1024, 1024, 512, 256, 128]
-    assert [chunked.dot_block_size(n, False, "jax") for n in (1, 64)] == [512, 256]
+    sides = [chunked.dot_block_size(n, False, "torch") for n in (1, 8, 16, 64)]
+    assert sides == [1024, 1024, 512, 512]  # never below the former 512
+    for backend in ("tensorflow", "jax"):
+        assert [chunked.dot_block_size(n, False, backend) for n in (1, 64)] == [512, 512]
     assert chunked.dot_block_size(1, True, "torch") == 512  # the band's tiles stay 512
     assert chunked.dot_block_size(None, False, "torch") == 512  # an unknown batch
 
 
 def test_default_1024_wide_tiles_equal_the_exact_path(rng):
-    """B * H = 2 takes 1024-wide tiles (512 on JAX): 1,100 keys are whole and padded tiles."""
+    """B * H = 2 takes 1024-wide tiles on PyTorch, 512 elsewhere: whole and padded tiles."""
     q, k, v = (rng.normal(size=(1, 2, n, 8)).astype("float32") for n in (1100, 1100, 1100))
     mask = np.arange(1100)[None] < 1050  # the last keys padding
 

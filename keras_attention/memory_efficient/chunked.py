@@ -28,11 +28,11 @@ DEFAULT_DOT_BLOCK_SIZE = 512  # with a band (causal, window) or an unknown batch
 DEFAULT_ADDITIVE_BLOCK_SIZE = 32
 # Without a band, a dot-product tile is as large as fits DOT_TILE_BYTES (float32), up to
 # the backend's largest: each tile costs a loop iteration's fixed work. A training step at
-# T = 8,192 (B = 1, 8 heads, CPU, 2026-12-07), CPU time with 512- and 1024-wide tiles:
-# TensorFlow 3.5 s and 2.9 s (Keras's MultiHeadAttention: 2.3-2.8 s), PyTorch (eager)
-# 29.6 s and 20.7 s, JAX (one compiled loop) 4.3 s and 5.1 s.
-LARGEST_DOT_BLOCK_SIZE = {"jax": 512}
-SMALLEST_DOT_BLOCK_SIZE = 128
+# T = 8,192 (B = 1, 8 heads, CPU, 2026-12-07), 512- against 1024-wide tiles: PyTorch (eager)
+# 29.6 s and 20.7 s of CPU time, peak 0.38 and 0.48 GiB: 1024. JAX 4.3 s and 5.1 s: 512.
+# TensorFlow on one core 2.6-2.7 s and 2.7-3.0 s, peaks 0.24-0.28 GiB and 0.34-2.4 GiB
+# (its while loop ran several 1024-wide tiles at once): 512.
+LARGEST_DOT_BLOCK_SIZE = {"torch": 1024}
 DOT_TILE_BYTES = 32 * 2**20
 
 
@@ -41,14 +41,14 @@ def dot_block_size(batch_heads: int | None, banded: bool, backend: str | None = 
 
     With a band (causal mask, sliding window) or `B * H` unknown: 512, the
     side the band's skipped tiles were tuned for. Otherwise the largest power
-    of two in [128, largest] whose `(B, H, side, side)` float32 tile fits 32
-    MiB, where largest is 1024 on TensorFlow and PyTorch and 512 on JAX:
-    there 1024 for `B * H <= 8`, 512 for 16, 256 for 64.
+    of two in [512, largest] whose `(B, H, side, side)` float32 tile fits 32
+    MiB, where largest is 1024 on PyTorch and 512 on TensorFlow and JAX: on
+    PyTorch 1024 for `B * H <= 8`, else 512.
     """
     if banded or not isinstance(batch_heads, int):
         return DEFAULT_DOT_BLOCK_SIZE
-    side = LARGEST_DOT_BLOCK_SIZE.get(backend or keras.backend.backend(), 1024)
-    while side > SMALLEST_DOT_BLOCK_SIZE and batch_heads * side * side * 4 > DOT_TILE_BYTES:
+    side = LARGEST_DOT_BLOCK_SIZE.get(backend or keras.backend.backend(), DEFAULT_DOT_BLOCK_SIZE)
+    while side > DEFAULT_DOT_BLOCK_SIZE and batch_heads * side * side * 4 > DOT_TILE_BYTES:
         side //= 2
     return side
 

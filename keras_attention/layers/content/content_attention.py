@@ -64,9 +64,8 @@ class ContentAttention(BaseAttention):
             device and size (`memory_efficient.choose_implementation`), and
             takes a backend's fused kernel where one applies.
         block_size: queries and keys per tile of the chunked path; `None`
-            means 32 for additive scores and, for dot-product scores, 512 or
-            larger as the batch and heads allow
-            (`memory_efficient.chunked.dot_block_size`).
+            means 32 for additive scores and, for dot-product scores, 512
+            (1024 on PyTorch where it fits: `memory_efficient.chunked.dot_block_size`).
         window: a sliding (local, banded) window, on every call and every
             path: `None` (default: none), a positive int `w` (query at
             position `p` sees keys `|p - j| < w`; with `use_causal_mask` its
