@@ -225,10 +225,10 @@ def saved_settings(directory: str) -> dict[str, Any] | None:
     raw = load_config(directory)
     if raw is None:
         return None
-    from examples.nmt import train  # noqa: PLC0415  (train imports this module)
+    from examples.nmt import settings  # noqa: PLC0415  (argparse and the recipes: only here)
 
     try:
-        args = train.parse_args(["--config", path])
+        args = settings.parse_args(["--config", path])
     except SystemExit:  # the parser printed what is wrong
         raise RunError(f"{path} holds settings train.py no longer accepts (above)") from None
     recorded = {key: raw[key] for key in RECORD_ONLY if key in raw}  # the backend
