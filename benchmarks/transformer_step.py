@@ -37,12 +37,12 @@ import numpy as np
 from measure import alternate  # this folder's helper
 
 from examples.nmt import train
+from examples.nmt.host.vocabularies import Vocabularies
 from examples.nmt.models import transformer
 from examples.nmt.text.special import END_ID
 from examples.nmt.text.special import PAD_ID
 from examples.nmt.text.special import RESERVED
 from examples.nmt.text.special import START_ID
-from examples.nmt.host.vocabularies import Vocabularies
 from examples.nmt.training.fit import compiled_model
 
 OURS, KERAS = "keras_attention.MultiHead", "keras.layers.MultiHeadAttention"
