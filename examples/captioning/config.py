@@ -32,6 +32,8 @@ class Config:
     test_scenes: int = 1000
     seed: int = 0  # glyph split, scenes, weights and batch order
     # --- Model (examples.captioning.model)
+    # The decoder: a GRU with attention ("rnn") or Transformer blocks ("transformer").
+    architecture: Literal["rnn", "transformer"] = "rnn"
     attention: Literal["bahdanau", "luong", "scaled_dot"] = "bahdanau"
     filters: int = 48  # channels of the CNN's grid memory
     pooling: int = 4  # the grid is (height / pooling, width / pooling)
@@ -45,6 +47,11 @@ class Config:
     attention_mask: Literal["ink", "none"] = "ink"
     embedding_dim: int = 32
     doubly_stochastic: float = 0.01  # Xu et al.'s lambda; 0: off
+    # The Transformer decoder's sizes (architecture="transformer"; examples.captioning.transformer).
+    decoder_layers: int = 2
+    heads: int = 4
+    d_model: int = 64  # a multiple of heads
+    ff_dim: int = 128
     # --- Training
     epochs: int = 12
     batch_size: int = 64
@@ -62,12 +69,22 @@ class Config:
     def check(self) -> Config:
         """The config, or a ValueError naming the setting that cannot work."""
         self.check_scenes()
-        for name in ("units", "filters", "epochs", "batch_size"):
+        for name in (
+            "units",
+            "filters",
+            "epochs",
+            "batch_size",
+            "decoder_layers",
+            "heads",
+            "ff_dim",
+        ):
             if getattr(self, name) < 1:
                 _fail(name, ">= 1", getattr(self, name))
         pooling = self.pooling
         if pooling < 1 or pooling & (pooling - 1) or self.height % pooling or self.width % pooling:
             _fail("pooling", "a power of 2 dividing height and width", pooling)
+        if self.d_model < 1 or self.d_model % self.heads:
+            _fail("d_model", f"a positive multiple of heads ({self.heads})", self.d_model)
         if self.doubly_stochastic < 0:
             _fail("doubly_stochastic", ">= 0", self.doubly_stochastic)
         return self

@@ -38,6 +38,12 @@ Read top to bottom:
    read, yet a CNN feature sees 26x26 pixels, so without the mask the
    attention often settled on the blank cell beside the digit it read.
    A scene without ink gets zero weights and a zero context, not NaN.
+   **Or a Transformer** (``architecture="transformer"``,
+   ``examples/captioning/transformer.py``): pre-LN blocks of causal
+   self-attention, ``MultiHead`` cross-attention over the flattened grid
+   (the ink mask its ``value_mask``) and a feed-forward; the weights are the
+   last block's cross-attention averaged over heads. The CNN, its keys,
+   values and mask are the same.
 4. **Doubly stochastic regularization** (Xu et al., eq. 14), with
    ``doubly_stochastic`` = lambda > 0: ``lambda * sum_cells (1 - sum_t
    w_t)^2`` over the caption's real steps, averaged over the batch, is
@@ -67,9 +73,11 @@ from examples.captioning.data import END_ID
 from examples.captioning.data import PAD_ID
 from examples.captioning.data import START_ID
 from examples.captioning.data import VOCABULARY_SIZE
+from examples.captioning.transformer import TransformerDecoder
 from keras_attention import AttentionRNNState
 from keras_attention import decoding
 
+ARCHITECTURES = ("rnn", "transformer")
 ATTENTIONS = ("bahdanau", "luong", "scaled_dot")
 KEYS = ("cell", "features")
 VALUES = ("features", "local")
@@ -107,6 +115,10 @@ class Captioner(keras.Model):
         attention_mask: ``"ink"`` (only cells holding ink may be attended) or
             ``"none"``; ``"none"`` here, so that a model saved before the mask
             existed loads as it was trained (``config.py``'s default is ``"ink"``).
+        architecture: ``"rnn"`` (the GRU above; ``units``, ``attention``,
+            ``attention_units`` and ``embedding_dim`` size it) or
+            ``"transformer"`` (``decoder_layers`` blocks of ``heads`` heads,
+            ``d_model`` features and a ``ff_dim`` feed-forward).
     """
 
     def __init__(
@@ -124,6 +136,11 @@ class Captioner(keras.Model):
         attention_keys: str = "features",
         attention_values: str = "features",
         attention_mask: str = "none",
+        architecture: str = "rnn",
+        decoder_layers: int = 2,
+        heads: int = 4,
+        d_model: int = 64,
+        ff_dim: int = 128,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
@@ -153,6 +170,12 @@ class Captioner(keras.Model):
                 f"Expected attention_mask in {MASKS}. Received: attention_mask={attention_mask!r}"
             )
         self.attention_mask = attention_mask
+        if architecture not in ARCHITECTURES:
+            raise ValueError(
+                f"Expected architecture in {ARCHITECTURES}. Received: architecture={architecture!r}"
+            )
+        self.architecture, self.decoder_layers, self.heads = architecture, decoder_layers, heads
+        self.d_model, self.ff_dim = d_model, ff_dim
         self.grid = (height // pooling, width // pooling)  # (H', W')
 
         # === Encoder: pixels -> grid ===
@@ -182,9 +205,16 @@ class Captioner(keras.Model):
                     keras.layers.ReLU(name=f"local_relu_{index}"),
                 ]
             self.local = keras.Sequential(pointwise, name="local")
+        self.key_projection = None
+        if architecture == "transformer":
+            self.transformer = TransformerDecoder(
+                VOCABULARY_SIZE, max_length, decoder_layers, heads, d_model, ff_dim, name="decoder"
+            )
+            self.logits = keras.layers.Dense(VOCABULARY_SIZE, dtype="float32", name="logits")
+            self._build()
+            return
         self.bridge = keras.layers.Dense(units, activation="tanh", name="bridge")
         # Scaled dot-product scores q . k: the keys need the query's size.
-        self.key_projection = None
         if attention == "scaled_dot":
             self.key_projection = keras.layers.Dense(units, use_bias=False, name="key_projection")
 
@@ -201,7 +231,11 @@ class Captioner(keras.Model):
         )
         self.decoder = keras.layers.RNN(self.cell, return_sequences=True, name="decoder")
         self.logits = keras.layers.Dense(VOCABULARY_SIZE, dtype="float32", name="logits")
-        # Build every weight now, so that a saved model loads into them.
+        self._build()
+
+    def _build(self):
+        """Builds every weight now, so that a saved model loads into them."""
+        height, width = self.height, self.width
         self.attend(
             ops.zeros((1, height, width, 1), "uint8"), ops.zeros((1, 1), "int32"), penalty=False
         )
@@ -251,6 +285,8 @@ class Captioner(keras.Model):
             size = self.pooling
             blocks = ops.reshape(pixels, (-1, rows, size, cols, size))
             mask = ops.mean(blocks, axis=(2, 4)) >= INK * 255  # (B, H', W')
+        if self.architecture == "transformer":
+            return keys, values, mask, []
         first = self.bridge(ops.mean(grid, axis=(1, 2)))  # (B, units)
         return keys, values, mask, [first]
 
@@ -258,18 +294,29 @@ class Captioner(keras.Model):
     def attend(self, images: Any, caption_in: Any, training: Any = None, penalty: bool = True):
         """Teacher-forced ``(logits (B, T, V), weights (B, T, H', W'))``."""
         keys, values, mask, first = self.encode(images, training)
+        if self.architecture == "transformer":
+            features, weights = self.transformer(caption_in, *_flat(keys, values, mask))
+            weights = ops.reshape(weights, (-1, ops.shape(weights)[1], *self.grid))
+            if penalty:
+                self._penalize(caption_in, weights)
+            return self.logits(features), weights
         embedded = self.embedding(caption_in)  # (B, T, E), masked after the caption
         states = self.cell.initial_state(values, key=keys, value_mask=mask, cell_state=first)
         outputs = self.decoder(embedded, initial_state=states, training=training)
         attentional = outputs[..., self.units : 2 * self.units]  # a_t out of [h_t; a_t; w_t]
         weights = self.cell.alignment_history(outputs)  # (B, T, H', W')
-        if penalty and self.doubly_stochastic > 0:
+        if penalty:
+            self._penalize(caption_in, weights)
+        return self.logits(attentional), weights
+
+    def _penalize(self, caption_in: Any, weights: Any) -> None:
+        """Adds the doubly stochastic penalty of weights ``(B, T, H', W')`` when it is on."""
+        if self.doubly_stochastic > 0:
             steps = ops.cast(ops.not_equal(caption_in, PAD_ID), weights.dtype)  # (B, T)
             per_cell = ops.sum(weights * steps[:, :, None, None], axis=1)  # (B, H', W')
             self.add_loss(
                 self.doubly_stochastic * ops.mean(ops.sum((1.0 - per_cell) ** 2, axis=(1, 2)))
             )
-        return self.logits(attentional), weights
 
     def call(self, inputs, training=None):
         logits, _ = self.attend(inputs["image"], inputs["caption_in"], training)
@@ -279,6 +326,8 @@ class Captioner(keras.Model):
     def initial_state(self, images: Any) -> tuple[dict[str, Any], tuple]:
         """Encodes ``(B, H, W[, 1])`` once: the first decoder state and the projected memory."""
         keys, values, mask, first = self.encode(images)
+        if self.architecture == "transformer":
+            return self.transformer.initial_state(*_flat(keys, values, mask))
         full = self.cell.unpack_state(
             self.cell.initial_state(values, key=keys, value_mask=mask, cell_state=first)
         )
@@ -287,6 +336,9 @@ class Captioner(keras.Model):
 
     def step(self, ids: Any, state: dict[str, Any], memory: tuple, index: Any = None):
         """``(N,)`` previous ids -> ``(N, V)`` logits, the new state, ``(N, H'*W')`` weights."""
+        if self.architecture == "transformer":
+            features, state, weights = self.transformer.step(ids, state, memory, index)
+            return ops.cast(self.logits(features), "float32"), state, ops.cast(weights, "float32")
         del index  # the GRU's state carries the position
         embedded = ops.take(self.embedding.embeddings, ids, axis=0)  # (N, E)
         full = AttentionRNNState(state["cell"], state["attention"], state["weights"], *memory)
@@ -329,7 +381,19 @@ class Captioner(keras.Model):
             "attention_keys": self.attention_keys,
             "attention_values": self.attention_values,
             "attention_mask": self.attention_mask,
+            "architecture": self.architecture,
+            "decoder_layers": self.decoder_layers,
+            "heads": self.heads,
+            "d_model": self.d_model,
+            "ff_dim": self.ff_dim,
         }
+
+
+def _flat(keys: Any, values: Any, mask: Any) -> tuple[Any, Any, Any]:
+    """The grid memory ``(B, H', W', ·)`` and mask ``(B, H', W')`` flattened row-major."""
+    flat = lambda x: ops.reshape(x, (ops.shape(x)[0], -1, x.shape[-1]))  # noqa: E731
+    mask = None if mask is None else ops.reshape(mask, (ops.shape(mask)[0], -1))
+    return flat(keys), flat(values), mask
 
 
 def build_model(config) -> Captioner:
@@ -348,5 +412,10 @@ def build_model(config) -> Captioner:
         attention_keys=config.attention_keys,
         attention_values=config.attention_values,
         attention_mask=config.attention_mask,
-        name=f"captioner_{config.attention}",
+        architecture=config.architecture,
+        decoder_layers=config.decoder_layers,
+        heads=config.heads,
+        d_model=config.d_model,
+        ff_dim=config.ff_dim,
+        name=f"captioner_{config.attention if config.architecture == 'rnn' else 'transformer'}",
     )

@@ -130,11 +130,17 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--output-dir", default=DEFAULT_OUTPUT_DIR)
     parser.add_argument("--overwrite", action="store_true", help="replace an earlier run's outputs")
     parser.add_argument("--attention", choices=("bahdanau", "luong", "scaled_dot"))
+    parser.add_argument("--architecture", choices=("rnn", "transformer"))
     parser.add_argument("--epochs", type=int)
     args = parser.parse_args(argv)
     try:
         config = recipes.from_arguments(
-            Config, args, RECIPES, attention=args.attention, epochs=args.epochs
+            Config,
+            args,
+            RECIPES,
+            attention=args.attention,
+            architecture=args.architecture,
+            epochs=args.epochs,
         )
         return train(config, args.output_dir, args.overwrite)
     except (runs.RunError, ValueError, RuntimeError) as error:

@@ -23,6 +23,7 @@ from examples.captioning.evaluate import load_run
 from examples.common import recipes
 
 EXPORT_BACKEND = "torch"  # the export runs once per CI run, from a non-TensorFlow backend
+TRANSFORMER_EXPORT_BACKEND = "tensorflow"  # the Transformer's export, from another backend
 BACKEND = keras.backend.backend()
 
 
@@ -93,6 +94,36 @@ def test_predict_captions_a_png_and_draws_it(tiny_run, tmp_path, capsys):
     assert raised.value.code == 2
     error = capsys.readouterr().err
     assert f"{config.height}x{config.width}" in error and "10x10" in error
+
+
+@pytest.fixture(scope="module")
+def tiny_transformer_run(tmp_path_factory):
+    """The tiny recipe with a one-block Transformer decoder, exported from TensorFlow."""
+    folder = str(tmp_path_factory.mktemp("captioning") / "transformer")
+    sets = ["architecture=transformer", "decoder_layers=1", "heads=2", "d_model=16", "ff_dim=32"]
+    config = recipes.load(Config, recipes.resolve("tiny", RECIPES), sets)
+    config = dataclasses.replace(config, export=BACKEND == TRANSFORMER_EXPORT_BACKEND)
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        result = train.train(config, folder)
+    return folder, config, result, printed.getvalue()
+
+
+def test_a_tiny_transformer_run_writes_every_output(tiny_transformer_run):
+    folder, config, result, printed = tiny_transformer_run
+    names = set(os.listdir(folder))
+    expected = {
+        "config.json", "model.keras", "history.csv", "training.json", "metrics.json",
+        "captions.tsv", "training_curves.png", "attention_0.png", "attention_0.html",
+    }  # fmt: skip
+    assert expected <= names
+    for key in ("exact_match", "attention_correctness", "pointing_accuracy"):
+        assert 0.0 <= result[key] <= 1.0
+    _, model = load_run(folder)
+    assert model.architecture == "transformer" and model.transformer.num_layers == 1
+    if BACKEND == TRANSFORMER_EXPORT_BACKEND:
+        assert os.path.isfile(os.path.join(folder, "saved_model", "saved_model.pb"))
+        assert result["saved_model_agreement"] == 1.0
 
 
 @pytest.mark.skipif(BACKEND != EXPORT_BACKEND, reason=f"exported once, from {EXPORT_BACKEND}")
