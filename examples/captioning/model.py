@@ -62,6 +62,7 @@ beam search over it.
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import Any
 
@@ -83,6 +84,12 @@ KEYS = ("cell", "features")
 VALUES = ("features", "local")
 MASKS = ("ink", "none")
 INK = 0.2  # a cell holds ink when its mean pixel reaches 20% of full (3.2 of 16 pixels lit)
+
+
+def _one_of(name: str, value: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise ValueError(f"Expected {name} in {choices}. Received: {name}={value!r}")
+    return value
 
 
 def make_attention(name: str, units: int, attention_units: int) -> keras.layers.Layer:
@@ -154,26 +161,10 @@ class Captioner(keras.Model):
         self.filters, self.units, self.attention = filters, units, attention
         self.attention_units, self.embedding_dim = attention_units, embedding_dim
         self.doubly_stochastic, self.max_length = doubly_stochastic, max_length
-        if attention_keys not in KEYS:
-            raise ValueError(
-                f"Expected attention_keys in {KEYS}. Received: attention_keys={attention_keys!r}"
-            )
-        self.attention_keys = attention_keys
-        if attention_values not in VALUES:
-            raise ValueError(
-                f"Expected attention_values in {VALUES}. "
-                f"Received: attention_values={attention_values!r}"
-            )
-        self.attention_values = attention_values
-        if attention_mask not in MASKS:
-            raise ValueError(
-                f"Expected attention_mask in {MASKS}. Received: attention_mask={attention_mask!r}"
-            )
-        self.attention_mask = attention_mask
-        if architecture not in ARCHITECTURES:
-            raise ValueError(
-                f"Expected architecture in {ARCHITECTURES}. Received: architecture={architecture!r}"
-            )
+        self.attention_keys = _one_of("attention_keys", attention_keys, KEYS)
+        self.attention_values = _one_of("attention_values", attention_values, VALUES)
+        self.attention_mask = _one_of("attention_mask", attention_mask, MASKS)
+        architecture = _one_of("architecture", architecture, ARCHITECTURES)
         self.architecture, self.decoder_layers, self.heads = architecture, decoder_layers, heads
         self.d_model, self.ff_dim = d_model, ff_dim
         self.grid = (height // pooling, width // pooling)  # (H', W')
@@ -366,27 +357,10 @@ class Captioner(keras.Model):
         )
 
     def get_config(self):
-        return {
-            **super().get_config(),
-            "height": self.height,
-            "width": self.width,
-            "pooling": self.pooling,
-            "filters": self.filters,
-            "units": self.units,
-            "attention": self.attention,
-            "attention_units": self.attention_units,
-            "embedding_dim": self.embedding_dim,
-            "doubly_stochastic": self.doubly_stochastic,
-            "max_length": self.max_length,
-            "attention_keys": self.attention_keys,
-            "attention_values": self.attention_values,
-            "attention_mask": self.attention_mask,
-            "architecture": self.architecture,
-            "decoder_layers": self.decoder_layers,
-            "heads": self.heads,
-            "d_model": self.d_model,
-            "ff_dim": self.ff_dim,
-        }
+        # Every constructor argument, as the attribute of the same name holds it.
+        names = inspect.signature(Captioner.__init__).parameters
+        arguments = [name for name in names if name not in ("self", "kwargs")]
+        return {**super().get_config(), **{name: getattr(self, name) for name in arguments}}
 
 
 def _flat(keys: Any, values: Any, mask: Any) -> tuple[Any, Any, Any]:
