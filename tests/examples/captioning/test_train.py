@@ -27,25 +27,39 @@ TRANSFORMER_EXPORT_BACKEND = "tensorflow"  # the Transformer's export, from anot
 BACKEND = keras.backend.backend()
 
 
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    folder = str(tmp_path_factory.mktemp("captioning") / "run")
-    config = recipes.load(Config, recipes.resolve("tiny", RECIPES))
-    config = dataclasses.replace(config, export=BACKEND == EXPORT_BACKEND)
+def _tiny(tmp_path_factory, name, sets=(), export_backend=None):
+    """A tiny recipe's run (``sets`` over it), exported on ``export_backend``."""
+    folder = str(tmp_path_factory.mktemp("captioning") / name)
+    config = recipes.load(Config, recipes.resolve("tiny", RECIPES), sets)
+    config = dataclasses.replace(config, export=BACKEND == export_backend)
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         result = train.train(config, folder)
     return folder, config, result, printed.getvalue()
 
 
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    return _tiny(tmp_path_factory, "run", export_backend=EXPORT_BACKEND)
+
+
+OUTPUTS = {
+    "config.json",
+    "model.keras",
+    "history.csv",
+    "training.json",
+    "metrics.json",
+    "captions.tsv",
+    "training_curves.png",
+    "attention_0.png",
+    "attention_0.html",
+}  # fmt: skip  (what every run writes)
+
+
 def test_a_tiny_run_writes_every_output(tiny_run):
     folder, config, result, printed = tiny_run
     names = set(os.listdir(folder))
-    expected = {
-        "config.json", "model.keras", "history.csv", "training.json", "metrics.json",
-        "captions.tsv", "training_curves.png", "attention_0.png", "attention_0.html",
-    }  # fmt: skip
-    assert expected <= names and "backup" not in names
+    assert OUTPUTS <= names and "backup" not in names
     assert printed.splitlines()[0].startswith("Training on: ")
     for key in ("exact_match", "digit_error_rate", "attention_correctness", "pointing_accuracy"):
         assert 0.0 <= result[key] <= 1.0 or key == "digit_error_rate"
@@ -99,24 +113,13 @@ def test_predict_captions_a_png_and_draws_it(tiny_run, tmp_path, capsys):
 @pytest.fixture(scope="module")
 def tiny_transformer_run(tmp_path_factory):
     """The tiny recipe with a one-block Transformer decoder, exported from TensorFlow."""
-    folder = str(tmp_path_factory.mktemp("captioning") / "transformer")
     sets = ["architecture=transformer", "decoder_layers=1", "heads=2", "d_model=16", "ff_dim=32"]
-    config = recipes.load(Config, recipes.resolve("tiny", RECIPES), sets)
-    config = dataclasses.replace(config, export=BACKEND == TRANSFORMER_EXPORT_BACKEND)
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        result = train.train(config, folder)
-    return folder, config, result, printed.getvalue()
+    return _tiny(tmp_path_factory, "transformer", sets, TRANSFORMER_EXPORT_BACKEND)
 
 
 def test_a_tiny_transformer_run_writes_every_output(tiny_transformer_run):
     folder, config, result, printed = tiny_transformer_run
-    names = set(os.listdir(folder))
-    expected = {
-        "config.json", "model.keras", "history.csv", "training.json", "metrics.json",
-        "captions.tsv", "training_curves.png", "attention_0.png", "attention_0.html",
-    }  # fmt: skip
-    assert expected <= names
+    assert OUTPUTS <= set(os.listdir(folder))
     for key in ("exact_match", "attention_correctness", "pointing_accuracy"):
         assert 0.0 <= result[key] <= 1.0
     _, model = load_run(folder)
