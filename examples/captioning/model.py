@@ -358,9 +358,7 @@ class Captioner(keras.Model):
 
     def get_config(self):
         # Every constructor argument, as the attribute of the same name holds it.
-        names = inspect.signature(Captioner.__init__).parameters
-        arguments = [name for name in names if name not in ("self", "kwargs")]
-        return {**super().get_config(), **{name: getattr(self, name) for name in arguments}}
+        return {**super().get_config(), **{name: getattr(self, name) for name in arguments()}}
 
 
 def _flat(keys: Any, values: Any, mask: Any) -> tuple[Any, Any, Any]:
@@ -370,26 +368,15 @@ def _flat(keys: Any, values: Any, mask: Any) -> tuple[Any, Any, Any]:
     return flat(keys), flat(values), mask
 
 
+def arguments() -> list[str]:
+    """The names of ``Captioner``'s own constructor arguments."""
+    names = inspect.signature(Captioner.__init__).parameters
+    return [name for name in names if name not in ("self", "kwargs")]
+
+
 def build_model(config) -> Captioner:
-    """The ``Captioner`` of a ``Config`` (``examples.captioning.config``)."""
-    return Captioner(
-        height=config.height,
-        width=config.width,
-        pooling=config.pooling,
-        filters=config.filters,
-        units=config.units,
-        attention=config.attention,
-        attention_units=config.attention_units,
-        embedding_dim=config.embedding_dim,
-        doubly_stochastic=config.doubly_stochastic,
-        max_length=config.max_digits + 1,
-        attention_keys=config.attention_keys,
-        attention_values=config.attention_values,
-        attention_mask=config.attention_mask,
-        architecture=config.architecture,
-        decoder_layers=config.decoder_layers,
-        heads=config.heads,
-        d_model=config.d_model,
-        ff_dim=config.ff_dim,
-        name=f"captioner_{config.attention if config.architecture == 'rnn' else 'transformer'}",
-    )
+    """The ``Captioner`` of a ``Config`` (``examples.captioning.config``): each argument is the
+    config's field of the same name, but ``max_length``, the most digits and the end."""
+    given = {name: getattr(config, name) for name in arguments() if name != "max_length"}
+    kind = config.attention if config.architecture == "rnn" else "transformer"
+    return Captioner(**given, max_length=config.max_digits + 1, name=f"captioner_{kind}")
