@@ -15,7 +15,6 @@ third of an epoch's backup with Adam), the last
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +23,7 @@ import keras
 import numpy as np
 
 from examples.common.recipes import RECORD_ONLY
+from examples.common.recipes import to_dict
 from examples.common.runs import BACKEND_KEY  # noqa: F401  (runs.BACKEND_KEY)
 from examples.common.runs import CHECKPOINTS
 from examples.common.runs import CONFIG
@@ -41,6 +41,7 @@ from examples.common.runs import save_weights  # noqa: F401  (runs.save_weights)
 from examples.common.runs import write_history  # noqa: F401  (runs.write_history)
 from examples.common.runs import write_json
 from examples.nmt.cli import RunError
+from examples.nmt.config import Config
 from examples.nmt.host.vocabularies import Vocabularies
 from examples.nmt.models import rnn as _rnn  # noqa: F401  (registers Seq2Seq for loading)
 from examples.nmt.models import transformer as _transformer  # noqa: F401  (registers it)
@@ -228,27 +229,27 @@ def saved_settings(directory: str) -> dict[str, Any] | None:
     from examples.nmt import settings  # noqa: PLC0415  (argparse and the recipes: only here)
 
     try:
-        args = settings.parse_args(["--config", path])
+        config = settings.parse_args(["--config", path])
     except SystemExit:  # the parser printed what is wrong
         raise RunError(f"{path} holds settings train.py no longer accepts (above)") from None
     recorded = {key: raw[key] for key in RECORD_ONLY if key in raw}  # the backend
-    return {**vars(args), **recorded}
+    return {**to_dict(config), **recorded}
 
 
 def save_metrics(metrics: dict[str, Any], path: str) -> None:
     write_json(metrics, path)
 
 
-def prepare_output_dir(args: argparse.Namespace, outputs: Sequence[str] = OUTPUTS) -> bool:
+def prepare_output_dir(config: Config, outputs: Sequence[str] = OUTPUTS) -> bool:
     """Refuses a used ``--output-dir`` unless resuming or ``--overwrite``; True on a resume.
 
     ``--overwrite`` deletes the names (glob patterns) in ``outputs``, nothing else.
     Writes ``config.json`` (``examples.common.runs.prepare_run_dir``).
     """
     return prepare_run_dir(
-        args.output_dir,
-        vars(args),
-        overwrite=args.overwrite,
+        config.output_dir,
+        to_dict(config),
+        overwrite=config.overwrite,
         outputs=outputs,
         resume_irrelevant=RESUME_IRRELEVANT,
         spell=lambda key: f"--{key.replace('_', '-')}",

@@ -3,8 +3,9 @@
 ``make_parser()`` builds every flag (the flag reference, ``docs/nmt-flags.md``,
 is generated from it), ``make_parser(everyday=True)`` folds all but
 ``EVERYDAY`` out of ``--help`` (``--help-all`` lists them), ``parse_args``
-applies ``--config``/``--set`` and the recipe and checks what one flag's
-type cannot. Apart from ``train.py`` so that a run's folder
+applies ``--config``/``--set`` and the recipe, checks what one flag's type
+cannot, and returns the run's ``Config`` (``examples.nmt.config``, where
+every default is written once). Apart from ``train.py`` so that a run's folder
 (``examples.nmt.runs``) can read its ``config.json`` as the command line
 reads it, without importing the training pipeline.
 """
@@ -12,10 +13,12 @@ reads it, without importing the training pipeline.
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Sequence
 
+from examples.common import recipes as common_recipes
 from examples.nmt import cli
+from examples.nmt import config
+from examples.nmt.config import Config
 from examples.nmt.data import arguments
 from examples.nmt.host.text import TOKENIZERS
 from examples.nmt.models.attentions import ATTENTIONS
@@ -25,9 +28,10 @@ from examples.nmt.models.rnn import RNNS
 from examples.nmt.training import distribution
 from examples.nmt.training import recipes
 
+PROG = "python -m examples.nmt.train"
 DESCRIPTION = "Trains, evaluates and exports an attention NMT model: python -m examples.nmt.train."
 
-DEFAULT_OUTPUT_DIR = os.path.join("runs", "nmt")
+DEFAULT_OUTPUT_DIR = config.DEFAULT_OUTPUT_DIR
 # What --help lists; --help-all (and docs/nmt-flags.md) lists every flag.
 EVERYDAY = (
     "dataset",
@@ -53,10 +57,10 @@ EVERYDAY = (
 
 def make_parser(everyday: bool = False) -> argparse.ArgumentParser:
     """The command's parser; with ``everyday``, ``--help`` lists ``EVERYDAY`` (``--help-all``)."""
-    parser = argparse.ArgumentParser(prog="python -m examples.nmt.train", description=DESCRIPTION)
+    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
     positive, at_least = cli.integer_at_least(1), cli.integer_at_least
     arguments.add_arguments(parser)
-    parser.add_argument("--output-dir", default=DEFAULT_OUTPUT_DIR)
+    parser.add_argument("--output-dir")
     parser.add_argument(
         "--overwrite",
         action="store_true",
@@ -77,7 +81,7 @@ def make_parser(everyday: bool = False) -> argparse.ArgumentParser:
         "convolution); local-p (Luong local-p)",
     )
     parser.add_argument("--decoder", choices=DECODERS, help="(recipe, rnn)")
-    parser.add_argument("--rnn", default="gru", choices=RNNS, help="(rnn)")
+    parser.add_argument("--rnn", choices=RNNS, help="(rnn)")
     parser.add_argument(
         "--attention-units",
         type=positive,
@@ -87,7 +91,6 @@ def make_parser(everyday: bool = False) -> argparse.ArgumentParser:
     parser.add_argument(
         "--encoder-layers",
         type=positive,
-        default=1,
         help="(rnn) bidirectional RNN layers in the encoder",
     )
     parser.add_argument(
@@ -106,7 +109,6 @@ def make_parser(everyday: bool = False) -> argparse.ArgumentParser:
     parser.add_argument(
         "--recipe",
         choices=("auto", *recipes.RECIPES),
-        default="auto",
         help="defaults of the flags marked (recipe): 'date' for the date task, 'real' for "
         "natural language (SentencePiece, larger model), 'g2p' for pronunciations (letters "
         "in, phonemes out); auto: date for date_normalization, g2p for "
@@ -150,9 +152,7 @@ def make_parser(everyday: bool = False) -> argparse.ArgumentParser:
         type=at_least(5),
         help="(recipe) most ids per side, the 4 reserved ones included",
     )
-    parser.add_argument(
-        "--max-length", type=at_least(2), default=64, help="most tokens per sentence"
-    )
+    parser.add_argument("--max-length", type=at_least(2), help="most tokens per sentence")
     parser.add_argument("--epochs", type=positive, help="(recipe)")
     parser.add_argument("--batch-size", type=positive, help="(recipe)")
     parser.add_argument(
@@ -163,7 +163,7 @@ def make_parser(everyday: bool = False) -> argparse.ArgumentParser:
     )
     parser.add_argument("--learning-rate", type=float, help="(recipe) peak, after warm-up")
     parser.add_argument("--warmup-steps", type=at_least(0), help="(recipe)")
-    parser.add_argument("--clipnorm", type=float, default=1.0, help="per-variable; 0 = off")
+    parser.add_argument("--clipnorm", type=float, help="per-variable; 0 = off")
     parser.add_argument(
         "--weight-decay",
         type=float,
@@ -173,36 +173,31 @@ def make_parser(everyday: bool = False) -> argparse.ArgumentParser:
     parser.add_argument(
         "--ema",
         type=float,
-        default=0.0,
         help="momentum of a moving average of the weights (0.999, say), which "
         "validation, the best epoch and model.keras then use; 0 = off",
     )
     parser.add_argument(
         "--output-bias",
         choices=("unigram", "zeros"),
-        default="unigram",
         help="initial logits bias: log target-token frequencies, or zeros",
     )
     parser.add_argument(
         "--patience",
         type=cli.integer_at_least_or_off(0),
-        default=2,
         help="early stopping: the epochs without a lower val_loss it waits (0 = stop at the "
         "first); off = train every --epochs (the best epoch's weights are kept either way)",
     )
     parser.add_argument(
         "--keep-checkpoints",
         type=at_least(0),
-        default=5,
         help="keep the model weights of the last N epochs in checkpoints/ (no optimizer "
         "state; each as large as the model's weights), for evaluate/translate/export "
         "--average-checkpoints; 0 = none",
     )
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int)
     parser.add_argument(
         "--precision",
         choices=recipes.PRECISIONS,
-        default=None,
         help="the Keras dtype policy of training (recipe: auto = mixed_bfloat16 for the real "
         "recipe's Transformer where the CPU computes bfloat16 natively, float32 otherwise); "
         "model.keras and the SavedModel compute in float32 whatever trained them",
@@ -217,7 +212,6 @@ def make_parser(everyday: bool = False) -> argparse.ArgumentParser:
     parser.add_argument("--jit-compile", action="store_true", help="XLA for the train step")
     parser.add_argument(
         "--strategy",
-        default="default",
         help="default: one device; mirrored (TensorFlow): every local GPU; data (JAX): "
         "keras.distribution.DataParallel over every device of every process. (multiworker, "
         "tf.distribute.MultiWorkerMirroredStrategy, is refused: Keras 3 does not support "
@@ -233,12 +227,14 @@ def make_parser(everyday: bool = False) -> argparse.ArgumentParser:
     parser.add_argument(
         "--process-id", type=at_least(0), help="with --coordinator: this process, 0 = chief"
     )
-    parser.add_argument("--samples", type=at_least(0), default=3, help="heat-maps to draw")
+    parser.add_argument("--samples", type=at_least(0), help="heat-maps to draw")
     parser.add_argument("--no-export", action="store_true", help="skip the SavedModel")
     parser.add_argument(
         "--no-evaluate", action="store_true", help="skip the test-split evaluation and heat-maps"
     )
     cli.add_decoding_arguments(parser, default_beam_size=None, default_length_penalty=None)
+    # One place for the defaults: the Config's fields (every dest is one).
+    parser.set_defaults(**config.defaults())
     return cli.everyday_help(parser, EVERYDAY, make_parser) if everyday else parser
 
 
@@ -314,8 +310,17 @@ def check_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         )
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+def parse_args(argv: Sequence[str] | None = None) -> Config:
+    """The command line (``--config`` and ``--set`` applied), the recipe filled in, checked.
+
+    Exits with status 2 and the parser's usage message on a bad flag.
+    """
     parser = make_parser(everyday=True)
     args = cli.parse_with_config(parser, argv)
     check_args(parser, args)
-    return args
+    return to_config(args)
+
+
+def to_config(args: argparse.Namespace) -> Config:
+    """The parsed flags as a ``Config``, each value checked against its field's type."""
+    return common_recipes.merge(Config, Config(), vars(args), "command line")

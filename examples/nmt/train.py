@@ -34,6 +34,7 @@ import os
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
+import dataclasses
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -50,30 +51,29 @@ EVERYDAY = settings.EVERYDAY
 make_parser = settings.make_parser
 check_args = settings.check_args
 parse_args = settings.parse_args
+PROG = settings.PROG
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Trains with command-line arguments; see the module doc."""
-    parser = make_parser(everyday=True)
-    args = cli.parse_with_config(parser, argv)
-    check_args(parser, args)
+    config = parse_args(argv)
     try:
         # First: several processes meet here before any other work.
         distributed = distribution.setup(
-            args.strategy, args.coordinator, args.num_processes, args.process_id
+            config.strategy, config.coordinator, config.num_processes, config.process_id
         )
     except cli.RunError as error:
-        cli.fail(parser.prog, str(error))
+        cli.fail(PROG, str(error))
     chief = distributed.is_chief
     if not chief:  # other processes train in step with the chief; their files are dropped
-        args.output_dir = tempfile.mkdtemp(prefix="nmt-process-")
+        config = dataclasses.replace(config, output_dir=tempfile.mkdtemp(prefix="nmt-process-"))
     try:
-        return train(args, distributed=distributed)
+        return train(config, distributed=distributed)
     except cli.RunError as error:
-        cli.fail(parser.prog, str(error))
+        cli.fail(PROG, str(error))
     finally:
         if not chief:
-            shutil.rmtree(args.output_dir, ignore_errors=True)
+            shutil.rmtree(config.output_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -15,9 +15,9 @@ made with the former ``tf.data`` pipeline hold the same examples).
 
 from __future__ import annotations
 
-import argparse
 import random
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -241,8 +241,12 @@ def load_splits(
     return {name: splits[name] for name in SPLITS}
 
 
-def splits_from_args(args: argparse.Namespace) -> Splits:
-    """``load_splits`` with the flags of ``examples.nmt.data.arguments.add_arguments``."""
+def splits_from_args(args: Any) -> Splits:
+    """``load_splits`` with the flags of ``examples.nmt.data.arguments.add_arguments``.
+
+    ``args``: a ``Config`` or another command's namespace (those without a flag
+    take its default).
+    """
     return load_splits(
         args.dataset,
         data_dir=getattr(args, "data_dir", None),

@@ -15,7 +15,6 @@ epoch's ``model.keras``.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import os
 import shutil
@@ -30,6 +29,7 @@ from examples.common.checkpointing import RunCheckpoint
 from examples.common.metrics import MaskedAccuracy
 from examples.nmt import backend
 from examples.nmt import runs
+from examples.nmt.config import Config
 from examples.nmt.host import batches
 from examples.nmt.models.losses import MaskedCrossentropy
 from examples.nmt.models.rnn import build_model
@@ -37,7 +37,7 @@ from examples.nmt.models.transformer import build_transformer
 from examples.nmt.training import distribution
 
 
-def learning_rate_schedule(args: argparse.Namespace, steps_per_epoch: int):
+def learning_rate_schedule(args: Config, steps_per_epoch: int):
     """Linear warm-up to ``--learning-rate``, then cosine decay to 0 at the last epoch."""
     total = max(args.epochs * steps_per_epoch, 1)
     warmup = min(args.warmup_steps, total // 2)
@@ -49,14 +49,14 @@ def learning_rate_schedule(args: argparse.Namespace, steps_per_epoch: int):
     )
 
 
-def tensorboard_callbacks(args: argparse.Namespace) -> list[keras.callbacks.Callback]:
+def tensorboard_callbacks(args: Config) -> list[keras.callbacks.Callback]:
     if importlib.util.find_spec("tensorboard") is None:  # tf.summary needs it
         print("TensorBoard is not installed: no logs/ (pip install tensorboard).")
         return []
     return [keras.callbacks.TensorBoard(os.path.join(args.output_dir, "logs"), write_graph=False)]
 
 
-def make_model(args: argparse.Namespace, vocabularies: Any) -> keras.Model:
+def make_model(args: Config, vocabularies: Any) -> keras.Model:
     """The ``--architecture`` model, sized by the arguments and the vocabularies."""
     sizes = len(vocabularies.source), len(vocabularies.target)
     if args.architecture == "transformer":
@@ -84,7 +84,7 @@ def make_model(args: argparse.Namespace, vocabularies: Any) -> keras.Model:
 
 
 def compiled_model(
-    args: argparse.Namespace,
+    args: Config,
     vocabularies: Any,
     train_batches: Any,
     steps_per_epoch: int,
@@ -127,7 +127,7 @@ def compiled_model(
     return model
 
 
-def float32_copy(model: keras.Model, args: argparse.Namespace, vocabularies: Any) -> keras.Model:
+def float32_copy(model: keras.Model, args: Config, vocabularies: Any) -> keras.Model:
     """``model``'s weights in the same model built in float32: what a run saves and evaluates.
 
     Mixed precision keeps float32 variables and computes in a lower dtype;
@@ -166,7 +166,7 @@ def backup_from_the_chief(distributed: distribution.Distribution, backup: str) -
         runs.write_json(state, os.path.join(backup, STATE))
 
 
-def early_stopping_callback(args: argparse.Namespace) -> keras.callbacks.EarlyStopping:
+def early_stopping_callback(args: Config) -> keras.callbacks.EarlyStopping:
     """Stops on ``val_loss`` after ``--patience`` epochs without a lower one; ``off``: never.
 
     ``--patience 0`` is Keras' own meaning, stop at the first epoch that is not better; ``off``
@@ -178,7 +178,7 @@ def early_stopping_callback(args: argparse.Namespace) -> keras.callbacks.EarlySt
 
 
 def fit(
-    args: argparse.Namespace,
+    args: Config,
     splits: dict[str, Any],
     vocabularies: Any,
     extra_callbacks: Sequence[keras.callbacks.Callback] = (),

@@ -12,7 +12,6 @@ is done, then ``finish``es: evaluation on the test split
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
@@ -27,6 +26,7 @@ from examples.nmt import evaluation
 from examples.nmt import host
 from examples.nmt import plots
 from examples.nmt import runs
+from examples.nmt.config import Config
 from examples.nmt.data.arguments import is_pronunciation
 from examples.nmt.host import splits as host_splits
 from examples.nmt.host.vocabularies import build_vocabularies
@@ -34,7 +34,7 @@ from examples.nmt.training import distribution
 from examples.nmt.training.fit import fit
 
 
-def load_splits(args: argparse.Namespace) -> Any:
+def load_splits(args: Config) -> Any:
     """The data, with a one-line ``RunError`` for a missing file or an empty split.
 
     ``{"train", "validation", "test"}`` lists of pairs (``examples.nmt.host.splits``).
@@ -50,7 +50,7 @@ def load_splits(args: argparse.Namespace) -> Any:
 
 
 def train(
-    args: argparse.Namespace,
+    args: Config,
     extra_callbacks: Sequence[keras.callbacks.Callback] = (),
     distributed: distribution.Distribution | None = None,
 ) -> dict[str, Any]:
@@ -103,7 +103,7 @@ def train(
             distribution.wait_for_all(distributed, "finished")
 
 
-def run_vocabularies(args: argparse.Namespace, train_split: Any, resuming: bool) -> Any:
+def run_vocabularies(args: Config, train_split: Any, resuming: bool) -> Any:
     """A resumed run's saved vocabularies, or new ones from the training split (then saved).
 
     The files the SavedModel's TensorFlow Text tokenizers read too (``examples.nmt.host.text``).
@@ -127,7 +127,7 @@ def run_vocabularies(args: argparse.Namespace, train_split: Any, resuming: bool)
 
 
 def finish(
-    args: argparse.Namespace,
+    args: Config,
     model: keras.Model,
     vocabularies: Any,
     splits: Any,

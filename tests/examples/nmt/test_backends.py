@@ -17,6 +17,7 @@ tf = pytest.importorskip("tensorflow")
 
 import tiny  # noqa: E402
 
+from examples.common.recipes import to_dict  # noqa: E402
 from examples.nmt import backend  # noqa: E402
 from examples.nmt import evaluation  # noqa: E402
 from examples.nmt import runs  # noqa: E402
@@ -67,7 +68,7 @@ def test_a_run_resumes_only_on_its_own_backend(tmp_path):
     out = tmp_path / "run"
     out.mkdir()
     args = train.parse_args(["--output-dir", str(out)])
-    (out / runs.CONFIG).write_text(json.dumps({**vars(args), runs.BACKEND_KEY: other}))
+    (out / runs.CONFIG).write_text(json.dumps({**to_dict(args), runs.BACKEND_KEY: other}))
     with pytest.raises(runs.RunError, match=f"KERAS_BACKEND={other}.*resume it with"):
         runs.prepare_output_dir(args)
     (out / runs.TRAINING).write_text("{}")  # a finished run evaluates anywhere

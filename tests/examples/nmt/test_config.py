@@ -1,5 +1,7 @@
 """Recipes in files, ``--config FILE`` and ``--set KEY=VALUE`` for ``train.py``."""
 
+import argparse
+import dataclasses
 import json
 import pathlib
 import re
@@ -7,9 +9,12 @@ import shutil
 
 import pytest
 
+from examples.common.recipes import to_dict
 from examples.nmt import cli
 from examples.nmt import runs
+from examples.nmt import settings
 from examples.nmt import train
+from examples.nmt.config import Config
 from examples.nmt.training import recipes
 
 pytestmark = pytest.mark.backend_independent
@@ -20,10 +25,9 @@ def test_a_runs_config_json_repeats_the_run(tmp_path):
     argv += ["--attention", "location", "--output-dir", str(tmp_path / "run"), "--no-export"]
     args = train.parse_args(argv)
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({**vars(args), "keras_backend": "jax"}))  # as runs writes it
+    path.write_text(json.dumps({**to_dict(args), "keras_backend": "jax"}))  # as runs writes it
     again = train.parse_args(["--config", str(path)])
-    assert vars(again) == vars(args)
-    assert "config" not in vars(again) and "set" not in vars(again)
+    assert isinstance(again, Config) and again == args
     # A flag given wins over the file, and --set over the file too.
     assert train.parse_args(["--config", str(path), "--epochs", "7"]).epochs == 7
     assert train.parse_args(["--config", str(path), "--set", "epochs=5"]).epochs == 5
@@ -119,3 +123,17 @@ def test_a_config_json_of_2026_12_07_still_resumes(tmp_path):
     assert runs.prepare_output_dir(train.parse_args(["--output-dir", str(out)])) is True
     with pytest.raises(cli.RunError, match="--epochs 2 there, 3 here"):
         runs.prepare_output_dir(train.parse_args(["--output-dir", str(out), "--epochs", "3"]))
+
+
+def test_every_setting_is_one_typed_config_field_with_the_flags_default():
+    fields = {field.name: field for field in dataclasses.fields(Config)}
+    parser = train.make_parser()
+    dests = {action.dest for action in parser._actions} - {"help", "config", "set"}
+    assert dests == set(fields)
+    for name, field in fields.items():
+        assert parser.get_default(name) == field.default, name
+    # Each value the command line gives is checked against its field's type.
+    with pytest.raises(cli.RunError, match="units expects int or none"):
+        settings.to_config(argparse.Namespace(**{**to_dict(Config()), "units": "64"}))
+    # A config.json from before a setting existed loads: it takes the field's default.
+    assert train.parse_args(["--set", "dataset=cmu_pronouncing_dictionary"]).ema == Config.ema
