@@ -14,8 +14,9 @@ pipeline is NumPy and ``keras.utils.PyDataset`` on every backend
   whole translator instead, ``examples.nmt.translator.translate_fn``);
 * ``keep_tensorflow_on_the_host()``: TensorFlow, where it reads a TFDS
   dataset or loads a SavedModel, leaves the GPUs to the backend;
-* ``compiles_per_shape()``: JAX compiles a program per input shape, so its
-  training batches come at a few static shapes (``LENGTH_BUCKET``);
+* ``compiles_per_shape(jit_compile)``: JAX, and TensorFlow with XLA
+  (``--jit-compile``), compile a program per input shape, so their training
+  batches come at a few static shapes (``LENGTH_BUCKET``);
 * ``peak_memory_mb()``: a GPU run's peak memory, for ``metrics.json``;
 * ``name()``: the backend a run records (``runs``), so a resume on another
   backend fails clearly.
@@ -57,9 +58,13 @@ def keep_tensorflow_on_the_host() -> None:
         pass
 
 
-def compiles_per_shape() -> bool:
-    """Whether each new input shape costs a compilation (JAX): then batches get few shapes."""
-    return name() == "jax"
+def compiles_per_shape(jit_compile: bool = False) -> bool:
+    """Whether each new input shape costs a compilation: then batches get few shapes.
+
+    JAX compiles every step; TensorFlow with ``jit_compile`` compiles each new
+    shape with XLA (a retrace would cost only a trace). PyTorch runs eagerly.
+    """
+    return name() == "jax" or (jit_compile and name() == "tensorflow")
 
 
 # /proc/cpuinfo flags of a CPU that computes bfloat16 itself (Intel AMX or

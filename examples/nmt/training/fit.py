@@ -228,7 +228,7 @@ def fit(
         keras.mixed_precision.set_global_policy(args.precision)
     distributed = distributed or distribution.Distribution()
     fed = {"train": stream, "validation": validation}
-    if backend.compiles_per_shape():  # full batches, split evenly over the replicas
+    if backend.compiles_per_shape(args.jit_compile):  # full batches, split over the replicas
         rows = -(-args.batch_size // distributed.replicas) * distributed.replicas
         fed = {name: batches.pad_batches(fed[name], rows, backend.LENGTH_BUCKET) for name in fed}
     fed = {name: distribution.shard_batches(fed[name], distributed) for name in fed}
