@@ -15,7 +15,7 @@ import keras_attention
 
 BENCHMARKS = tiny.ROOT / "benchmarks"
 TINY = ["--batch-size", "4", "--length", "8", "--batches", "2", "--steps", "2", "--warmup", "1",
-        "--flags", "--d-model 16 --num-heads 2 --ff-dim 32 --vocab-size 40"]  # fmt: skip
+        "--flags", "--d-model 16 --num-heads 2 --ff-dim 32 --vocab-size 40 --layers 1"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
