@@ -232,21 +232,26 @@ def test_summary_of_a_model_stepping_the_cell_itself():
     assert output_shape == (2, cell.output_size)
 
 
-def dropout_cell(**kwargs):
-    gru = keras.layers.GRUCell(12, dropout=0.5, recurrent_dropout=0.5, seed=3, **kwargs)
-    return gru, AttentionRNNCell(gru, BahdanauAttention(8))
+def dropout_cell(stacked=False):
+    gru = keras.layers.GRUCell(12, dropout=0.5, recurrent_dropout=0.5, seed=3)
+    if not stacked:
+        return [gru], AttentionRNNCell(gru, BahdanauAttention(8))
+    grus = [gru, keras.layers.GRUCell(12, recurrent_dropout=0.5, seed=4)]
+    return grus, AttentionRNNCell(keras.layers.StackedRNNCells(grus), BahdanauAttention(8))
 
 
-def test_the_wrapped_cells_dropout_masks_are_new_for_every_call(rng):
+@pytest.mark.parametrize("stacked", [False, True])
+def test_the_wrapped_cells_dropout_masks_are_new_for_every_call(stacked, rng):
     """Keras's convention (keras.layers.RNN resets a DropoutRNNCell after each call): a mask
     kept from the last batch would drop the same units forever (TensorFlow, PyTorch) or leak
     a traced value out of the loop (JAX)."""
-    gru, cell = dropout_cell()
+    grus, cell = dropout_cell(stacked)
     layer = AttentionRNN(cell)
     encoder, mask = memory(rng)
     targets = rng.normal(size=(2, 4, 3)).astype("float32")
     first = to_numpy(layer(targets, encoder, memory_mask=mask, training=True))
-    assert gru._dropout_mask is None and gru._recurrent_dropout_mask is None
+    for gru in grus:
+        assert gru._dropout_mask is None and gru._recurrent_dropout_mask is None
     second = to_numpy(layer(targets, encoder, memory_mask=mask, training=True))
     assert np.abs(first - second).max() > 1e-3
     inference = [to_numpy(layer(targets, encoder, memory_mask=mask)) for _ in range(2)]
