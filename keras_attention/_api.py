@@ -94,6 +94,7 @@ PUBLIC = {
         "masked_softmax",
         "masked_sparsemax",
         "masked_hardmax",
+        "masked_normalized_sigmoid",
         "attention_weights",
         "weighted_sum",
         "scaled_dot_product_attention",

@@ -32,13 +32,14 @@ __all__ = [
     "attention_weights",
     "dot_product_scores",
     "masked_hardmax",
+    "masked_normalized_sigmoid",
     "masked_softmax",
     "masked_sparsemax",
     "scaled_dot_product_attention",
     "weighted_sum",
 ]
 
-PROBABILITY_FNS = ("softmax", "sparsemax", "hardmax")
+PROBABILITY_FNS = ("softmax", "sparsemax", "hardmax", "sigmoid")
 
 
 # ----------------------------------------------------------------------------
@@ -138,10 +139,25 @@ def masked_hardmax(logits, mask=None):
     return hard + (soft - ops.stop_gradient(soft))
 
 
+def masked_normalized_sigmoid(logits, mask=None):
+    """Chorowski et al. (2015)'s "smoothing": `w_j = σ(e_j) / Σ_k σ(e_k)`, in float32.
+
+    Each logit is squashed by a sigmoid before normalizing, so no key can
+    take all the weight: the weights are flatter than softmax's and several
+    positions can share the attention. Computed as the softmax of `log σ(e)`,
+    which is the same ratio without underflow when every logit is very
+    negative. Masked entries are exactly 0; a row with no True entry gives
+    all zeros (never NaN), with zero gradients, as `masked_softmax`.
+    """
+    logits, mask = _prepare_logits(logits, mask)  # finite fill before the log-sigmoid
+    return masked_softmax(ops.log_sigmoid(logits), mask)
+
+
 _NORMALIZERS = {
     "softmax": masked_softmax,
     "sparsemax": masked_sparsemax,
     "hardmax": masked_hardmax,
+    "sigmoid": masked_normalized_sigmoid,
 }
 
 
@@ -149,8 +165,8 @@ def attention_weights(logits, mask=None, probability_fn: str = "softmax"):
     """Turn logits into attention weights with the named masked normalizer.
 
     Returns float32 weights (float64 for float64 logits) of the logits'
-    shape; see `masked_softmax`,
-    `masked_sparsemax`, `masked_hardmax`.
+    shape; see `masked_softmax`, `masked_sparsemax`, `masked_hardmax`,
+    `masked_normalized_sigmoid` (`"sigmoid"`).
     """
     validation.choice("attention_weights", "probability_fn", probability_fn, PROBABILITY_FNS)
     return _NORMALIZERS[probability_fn](logits, mask)

@@ -209,7 +209,7 @@ def _location_step(layer, query, keys, mask, state, training):
         peak = np.argmax(prev, axis=-1)[:, None]
         positions = np.arange(prev.shape[1])[None]
         mask = mask & (positions >= peak - back) & (positions <= peak + forward)
-    weights = reference.softmax(logits, mask)
+    weights = reference.NORMALIZERS[layer.probability_fn](logits, mask)
     return weights, {"weights": weights, "cumulative": cumulative + weights}
 
 
@@ -493,6 +493,12 @@ REGISTRY = {
     "location_previous_no_bias": _alignment(
         lambda **kw: LocationSensitiveAttention(
             units=4, filters=2, kernel_size=4, location_features="previous", use_bias=False, **kw
+        )
+    ),
+    "location_sigmoid_window": _alignment(  # Chorowski et al.'s smoothing, and a window
+        lambda **kw: LocationSensitiveAttention(
+            units=5, filters=2, kernel_size=5, probability_fn="sigmoid",
+            inference_window=(1, 2), **kw,
         )
     ),
     "bahdanau_monotonic": _alignment(lambda **kw: BahdanauMonotonicAttention(7, **kw)),

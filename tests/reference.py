@@ -42,6 +42,12 @@ def _hardmax_row(z):
     return out
 
 
+def _sigmoid_row(z):
+    """Chorowski et al. (2015)'s smoothing: a sigmoid, then normalize."""
+    s = 1.0 / (1.0 + np.exp(-z))
+    return s / s.sum()
+
+
 def softmax(logits, mask=None):
     return _apply(_softmax_row, logits, mask)
 
@@ -54,7 +60,16 @@ def hardmax(logits, mask=None):
     return _apply(_hardmax_row, logits, mask)
 
 
-NORMALIZERS = {"softmax": softmax, "sparsemax": sparsemax, "hardmax": hardmax}
+def normalized_sigmoid(logits, mask=None):
+    return _apply(_sigmoid_row, logits, mask)
+
+
+NORMALIZERS = {
+    "softmax": softmax,
+    "sparsemax": sparsemax,
+    "hardmax": hardmax,
+    "sigmoid": normalized_sigmoid,
+}
 
 
 def causal(tq, tv):

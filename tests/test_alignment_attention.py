@@ -289,6 +289,7 @@ def test_sigmoid_noise_trains_through_attention_rnn_on_every_backend(rng):
     "name",
     [
         "location",
+        "location_sigmoid_window",
         "bahdanau_monotonic",
         "luong_monotonic_scaled_recursive",
         "stepwise_soft_normalized",

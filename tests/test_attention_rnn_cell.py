@@ -230,3 +230,42 @@ def test_summary_of_a_model_stepping_the_cell_itself():
     assert "rnn" in "".join(lines).lower()
     output_shape, _ = cell.compute_output_shape(input_shape=(2, 4))
     assert output_shape == (2, cell.output_size)
+
+
+def dropout_cell(stacked=False):
+    gru = keras.layers.GRUCell(12, dropout=0.5, recurrent_dropout=0.5, seed=3)
+    if not stacked:
+        return [gru], AttentionRNNCell(gru, BahdanauAttention(8))
+    grus = [gru, keras.layers.GRUCell(12, recurrent_dropout=0.5, seed=4)]
+    return grus, AttentionRNNCell(keras.layers.StackedRNNCells(grus), BahdanauAttention(8))
+
+
+@pytest.mark.parametrize("stacked", [False, True])
+def test_the_wrapped_cells_dropout_masks_are_new_for_every_call(stacked, rng):
+    """Keras's convention (keras.layers.RNN resets a DropoutRNNCell after each call): a mask
+    kept from the last batch would drop the same units forever (TensorFlow, PyTorch) or leak
+    a traced value out of the loop (JAX)."""
+    grus, cell = dropout_cell(stacked)
+    layer = AttentionRNN(cell)
+    encoder, mask = memory(rng)
+    targets = rng.normal(size=(2, 4, 3)).astype("float32")
+    first = to_numpy(layer(targets, encoder, memory_mask=mask, training=True))
+    for gru in grus:
+        assert gru._dropout_mask is None and gru._recurrent_dropout_mask is None
+    second = to_numpy(layer(targets, encoder, memory_mask=mask, training=True))
+    assert np.abs(first - second).max() > 1e-3
+    inference = [to_numpy(layer(targets, encoder, memory_mask=mask)) for _ in range(2)]
+    np.testing.assert_array_equal(inference[0], inference[1])
+
+
+def test_a_model_with_a_dropout_cell_trains(rng):
+    source = keras.Input((None,), dtype="int32")
+    target = keras.Input((None,), dtype="int32")
+    encoded = keras.layers.Embedding(20, 12)(source)
+    _, cell = dropout_cell()
+    decoded = AttentionRNN(cell)(keras.layers.Embedding(20, 3)(target), encoded)
+    model = keras.Model([source, target], keras.layers.Dense(20)(decoded))
+    source_ids = rng.integers(1, 20, size=(8, 6)).astype("int32")
+    target_ids = rng.integers(1, 20, size=(8, 5)).astype("int32")
+    history = compile_and_fit(model, [source_ids, target_ids], target_ids, xla=False)
+    assert np.isfinite(history.history["loss"][0])

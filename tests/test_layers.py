@@ -58,7 +58,7 @@ def test_matches_numpy_reference(name, mask_kind, rng):
     assert np.isfinite(to_numpy(context)).all()
 
 
-@pytest.mark.parametrize("probability_fn", ["sparsemax", "hardmax"])
+@pytest.mark.parametrize("probability_fn", ["sparsemax", "hardmax", "sigmoid"])
 @pytest.mark.parametrize("name", ["bahdanau", "luong_general_scaled", "scaled_dot", "multi_head"])
 def test_probability_fns_match_reference(name, probability_fn, rng):
     layer = build_randomized(name, rng, probability_fn=probability_fn)
@@ -68,6 +68,21 @@ def test_probability_fns_match_reference(name, probability_fn, rng):
     ref_context, ref_weights = reference_call(layer, q, k, v, mask, probability_fn)
     np.testing.assert_allclose(to_numpy(weights), ref_weights, atol=1e-5)
     np.testing.assert_allclose(to_numpy(context), ref_context, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["bahdanau", "multi_head"])
+def test_sigmoid_probability_fn_survives_a_keras_file(name, rng, tmp_path):
+    layer = CASES[name](probability_fn="sigmoid")
+    clone = type(layer).from_config(layer.get_config())
+    assert clone.probability_fn == "sigmoid" and clone.get_config() == layer.get_config()
+    q, k, v = make_inputs(rng)
+    query, value, key = (keras.Input(x.shape[1:]) for x in (q, v, k))
+    model = keras.Model([query, value, key], layer(query, value, key=key))
+    path = str(tmp_path / "sigmoid.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert loaded.layers[-1].probability_fn == "sigmoid"
+    np.testing.assert_allclose(to_numpy(loaded([q, v, k])), to_numpy(model([q, v, k])), atol=1e-6)
 
 
 @pytest.mark.parametrize("name", ALL)

@@ -19,6 +19,7 @@ FNS = {
     "softmax": attention_ops.masked_softmax,
     "sparsemax": attention_ops.masked_sparsemax,
     "hardmax": attention_ops.masked_hardmax,
+    "sigmoid": attention_ops.masked_normalized_sigmoid,
 }
 PROPERTY = settings(max_examples=25, deadline=None)
 
@@ -54,6 +55,28 @@ def test_fully_masked_rows_are_zero_with_finite_gradients(name):
     np.testing.assert_array_equal(weights[0], 0.0)
     assert np.isfinite(grad).all()
     np.testing.assert_array_equal(grad[0], 0.0)
+
+
+@pytest.mark.parametrize("name", sorted(FNS))
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_normalizers_of_half_precision_logits_run_in_float32(name, dtype, rng):
+    logits = rng.normal(size=(3, 4, 7)).astype("float32") * 3
+    mask = _random_mask(rng, logits.shape)
+    half = ops.cast(logits, dtype)
+    got = to_numpy(attention_ops.attention_weights(half, mask, name))
+    assert got.dtype == np.float32
+    expected = reference.NORMALIZERS[name](to_numpy(ops.cast(half, "float32")), mask)
+    np.testing.assert_allclose(got, expected, atol=1e-2)
+
+
+def test_normalized_sigmoid_is_the_ratio_of_sigmoids_even_when_they_underflow():
+    logits = np.array([[0.0, 1.0, -2.0], [-200.0, -201.0, -300.0]], "float32")
+    got = to_numpy(attention_ops.attention_weights(logits, None, "sigmoid"))
+    gates = 1.0 / (1.0 + np.exp(-logits[0].astype("float64")))
+    np.testing.assert_allclose(got[0], gates / gates.sum(), atol=1e-6)
+    # sigmoid(-200) is 0 in float32; the ratio is softmax's there (σ(e) ≈ exp(e)).
+    np.testing.assert_allclose(got[1], reference.softmax(logits[1:])[0], atol=1e-6)
+    np.testing.assert_allclose(got.sum(-1), 1.0, atol=1e-6)
 
 
 def test_normalize_rejects_unknown_probability_fn():

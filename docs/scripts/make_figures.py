@@ -132,7 +132,7 @@ def probability_fns_figure(output: pathlib.Path) -> pathlib.Path:
     figure = Figure(figsize=(9, 1.9), layout="constrained")
     axes = figure.subplots(1, 3)
     tokens = ["a", "b", "c", "d", "e", "f"]
-    for ax, name in zip(axes, keras_attention.ops.PROBABILITY_FNS):
+    for ax, name in zip(axes, ("softmax", "sparsemax", "hardmax")):
         weights = keras.ops.convert_to_numpy(
             keras_attention.ops.attention_weights(logits, None, name)
         )

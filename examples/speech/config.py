@@ -15,6 +15,7 @@ RECIPES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "recipes"
 Attention = Literal[
     "location_sensitive", "bahdanau", "monotonic", "stepwise_monotonic", "gmm", "dca"
 ]
+ProbabilityFn = Literal["softmax", "sparsemax", "hardmax", "sigmoid"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,7 +27,8 @@ class Config:
     standard deviation ``noise`` (full scale is 1). ``held_out_speaker``
     trains on the other five speakers and is reported on its own (the
     speaker-held-out split); ``None`` trains on all six. The long-utterance
-    test joins ``long_lengths`` digits of the test clips.
+    test joins ``long_lengths`` digits of the test clips; ``validation_long_N`` the same
+    lengths of the validation clips, to choose settings on.
     """
 
     seed: int = 0
@@ -52,6 +54,9 @@ class Config:
     attention_units: int = 64
     location_filters: int = 16
     location_kernel_size: int = 41  # +-20 positions (1.6 s): the whole decoding window
+    # The attention's normalizer (location_sensitive and bahdanau only); "sigmoid" is
+    # Chorowski et al. (2015)'s smoothing.
+    probability_fn: ProbabilityFn = "softmax"
     # Decoding only: a search's location-sensitive attention may only move from its previous
     # peak m to [m - back, m + forward] memory positions (80 ms each); None: anywhere.
     inference_window: tuple[int, int] | None = (4, 20)

@@ -293,7 +293,8 @@ def model_inputs(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def make_datasets(clips: Sequence[Clip], config: Config) -> dict[str, dict[str, np.ndarray]]:
     """Arrays of every set a run uses: ``train``, ``validation``, ``test``, ``held_out``
-    (with ``held_out_speaker``) and ``long_N`` for each of ``long_lengths``.
+    (with ``held_out_speaker``), ``long_N`` for each of ``long_lengths`` (test clips) and
+    ``validation_long_N`` (validation clips: long utterances to choose settings on).
 
     Each set draws from its own generator (``seed`` and the set's index), so
     changing one set's size leaves the others as they were.
@@ -306,6 +307,11 @@ def make_datasets(clips: Sequence[Clip], config: Config) -> dict[str, dict[str, 
         ("test", "test", config.test_utterances, short),
         ("held_out", "held_out", config.test_utterances, short),
         *[(f"long_{n}", "test", config.long_utterances, (n,)) for n in config.long_lengths],
+        # Last, so that the sets above keep their generators (and utterances) of before.
+        *[
+            (f"validation_long_{n}", "validation", config.long_utterances, (n,))
+            for n in config.long_lengths
+        ],
     ]
     datasets = {}
     for index, (name, split, count, lengths) in enumerate(plans):

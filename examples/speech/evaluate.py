@@ -6,9 +6,10 @@ program per set, every batch padded to the same rows and samples);
 ``evaluate_sets`` scores the sets ``data.make_datasets`` makes: digit error
 rate, exact match and alignment accuracy on the dataset's own test split,
 the held-out speaker, and the long utterances (14 and 28 digits) on which a
-model trained on 2 to 7 digits has never been run. ``main`` rebuilds the
-run's sets from its ``config.json`` and ``--data`` and rewrites
-``metrics.json``'s scores.
+model trained on 2 to 7 digits has never been run; and the same on the
+validation clips (``validation``, ``validation_long_N``), which choose
+settings. ``main`` rebuilds the run's sets from its ``config.json`` and
+``--data`` and rewrites ``metrics.json``'s scores.
 """
 
 from __future__ import annotations
@@ -87,11 +88,11 @@ def evaluate_sets(
     batch_size: int,
     figures: str | None = None,
 ) -> dict[str, dict[str, float]]:
-    """Scores of every set but ``train`` and ``validation``; with ``figures`` (a folder), the
-    alignment figure of each set's first utterance (the longest set's: ``alignment_long.png``)."""
+    """Scores of every set but ``train`` (the ``validation`` ones too, to choose settings on);
+    with ``figures`` (a folder), the alignment figure of each set's first utterance."""
     scores = {}
     for name, arrays in datasets.items():
-        if name in ("train", "validation"):
+        if name == "train":
             continue
         found = transcribe_arrays(model, arrays["waveform"], arrays["lengths"], batch_size)
         scores[name] = score(arrays, found)
@@ -170,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     except runs.RunError as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
-    datasets = {k: v for k, v in datasets.items() if k not in ("train", "validation")}
+    datasets = {k: v for k, v in datasets.items() if k != "train"}
     scores = flat_scores(evaluate_sets(model, datasets, config.batch_size, figures=args.run))
     saved = runs.read_json(os.path.join(args.run, runs.METRICS)) or {}
     runs.write_json({**saved, **scores}, os.path.join(args.run, runs.METRICS))

@@ -46,9 +46,12 @@ ATTENTIONS = {
         c["attention_units"],
         c["location_filters"],
         c["location_kernel_size"],
+        probability_fn=c["probability_fn"],
         name="attention",
     ),
-    "bahdanau": lambda c: keras_attention.BahdanauAttention(c["attention_units"], name="attention"),
+    "bahdanau": lambda c: keras_attention.BahdanauAttention(
+        c["attention_units"], probability_fn=c["probability_fn"], name="attention"
+    ),
     # Soft in training and decoding (a little noise in training), as examples/nmt does.
     "monotonic": lambda c: keras_attention.BahdanauMonotonicAttention(
         c["attention_units"], sigmoid_noise=0.5, mode="parallel", name="attention"
@@ -61,6 +64,7 @@ ATTENTIONS = {
         units=c["attention_units"], name="attention"
     ),
 }
+TAKE_PROBABILITY_FN = ("location_sensitive", "bahdanau")
 
 
 def valid_frames(lengths: Any) -> Any:
@@ -241,10 +245,16 @@ class Listener(keras.Model):
         location_filters: int = 16,
         location_kernel_size: int = 41,
         inference_window: tuple[int, int] | None = (4, 20),
+        probability_fn: str = "softmax",
         **kwargs: Any,
     ):
         if attention not in ATTENTIONS:
             raise ValueError(f"Expected attention in {tuple(ATTENTIONS)}. Received: {attention!r}")
+        if probability_fn != "softmax" and attention not in TAKE_PROBABILITY_FN:
+            raise ValueError(
+                f"Expected probability_fn='softmax' with attention={attention!r} (only "
+                f"{TAKE_PROBABILITY_FN} take another). Received: {probability_fn!r}"
+            )
         settings = dict(
             num_mel_bins=num_mel_bins,
             conv_filters=conv_filters,
@@ -257,6 +267,7 @@ class Listener(keras.Model):
             location_filters=location_filters,
             location_kernel_size=location_kernel_size,
             inference_window=None if inference_window is None else tuple(inference_window),
+            probability_fn=probability_fn,
         )
         # === Layers ===
         parts = types.SimpleNamespace()
@@ -348,6 +359,7 @@ def build_model(config: Config) -> Listener:
         location_filters=config.location_filters,
         location_kernel_size=config.location_kernel_size,
         inference_window=config.inference_window,
+        probability_fn=config.probability_fn,
     )
 
 

@@ -103,7 +103,7 @@ def run(
     datasets = data.make_datasets(clips, config)
     print(", ".join(f"{name} {len(a['lengths'])}" for name, a in datasets.items()) + " utterances")
     model, summary = train_model(config, datasets, run_dir)
-    tests = {k: v for k, v in datasets.items() if k not in ("train", "validation")}
+    tests = {k: v for k, v in datasets.items() if k != "train"}
     scores = evaluate.evaluate_sets(model, tests, config.batch_size, figures=run_dir)
     values = {
         **evaluate.flat_scores(scores),

@@ -47,7 +47,8 @@ class LocationSensitiveAttention(KernelArgsMixin, AlignmentAttention):
         inference_window: `None` (default) or a pair of non-negative ints
             `(back, forward)`.
         use_bias: add a learned bias `b` inside the tanh.
-        probability_fn: `"softmax"` (default), `"sparsemax"` or `"hardmax"`.
+        probability_fn: `"softmax"` (default), `"sparsemax"`, `"hardmax"` or
+            `"sigmoid"` (the paper's smoothing: `σ(e_ij) / Σ_k σ(e_ik)`).
         kernel_initializer, bias_initializer, kernel_regularizer,
         bias_regularizer, kernel_constraint, bias_constraint: for `W_q`,
             `W_k`, `F`, `U`, `v` (kernel) and `b` (bias), each weight its own

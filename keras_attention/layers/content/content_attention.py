@@ -48,8 +48,9 @@ class ContentAttention(BaseAttention):
 
     Args:
         probability_fn: `"softmax"` (default), `"sparsemax"` (exact zeros,
-            Martins & Astudillo 2016) or `"hardmax"` (one-hot forward pass,
-            softmax gradient backward).
+            Martins & Astudillo 2016), `"hardmax"` (one-hot forward pass,
+            softmax gradient backward) or `"sigmoid"` (`σ(e_j) / Σ_k σ(e_k)`,
+            Chorowski et al. 2015's smoothing).
         dropout: fraction of the attention weights dropped in training.
         seed: seed of the dropout.
         implementation: `"auto"` (default), `"exact"`, `"chunked"` or

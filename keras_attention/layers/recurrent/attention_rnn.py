@@ -47,7 +47,8 @@ class AttentionRNN(keras.layers.RNN):
             in any Keras RNN.
         mask: the same as `sequences_mask` (the name `keras.layers.RNN`
             uses); `sequences_mask` wins when both are given.
-        training: enables dropout.
+        training: enables dropout (the wrapped cell's masks are drawn once
+            per call, new for every batch).
 
     Example:
 
@@ -101,9 +102,13 @@ class AttentionRNN(keras.layers.RNN):
             memory, None, memory_mask, initial_state, names=("memory", "memory", "memory_mask")
         )
         # Random draws of every step made here, outside the loop (JAX cannot
-        # draw inside it): they ride in the step inputs.
+        # draw inside it): they ride in the step inputs. The wrapped cell's
+        # dropout masks likewise: one per call, shared by its steps.
+        if training:
+            self.cell.prepare_dropout_masks(sequences[:, 0], states)
         sequences = self.cell.append_step_noise(sequences, memory, training)
         try:
             return super().call(sequences, initial_state=states, mask=mask, training=training)
         finally:
             self.cell.reset_step_noise()
+            self.cell.reset_dropout_mask()

@@ -98,3 +98,16 @@ def test_a_config_saved_before_the_end_position_builds_without_it():
     config = listener.build_model(dataclasses.replace(TINY, end_sentinel=False)).get_config()
     del config["end_sentinel"]
     assert not listener.Listener.from_config(config).encoder.end_sentinel
+
+
+def test_the_attention_takes_the_probability_fn_and_an_older_config_gets_softmax(tmp_path):
+    model = listener.build_model(dataclasses.replace(TINY, probability_fn="sigmoid"))
+    assert model.attention_layer.probability_fn == "sigmoid"
+    model.save(tmp_path / "model.keras")
+    loaded = keras.saving.load_model(tmp_path / "model.keras", compile=False)
+    assert loaded.attention_layer.probability_fn == "sigmoid"
+    config = model.get_config()
+    del config["probability_fn"]  # a model saved before the setting
+    assert listener.Listener.from_config(config).attention_layer.probability_fn == "softmax"
+    with pytest.raises(ValueError, match="probability_fn='softmax' with attention='gmm'"):
+        listener.Listener(attention="gmm", probability_fn="sigmoid")

@@ -15,7 +15,7 @@ from examples.speech import evaluate
 from examples.speech import train
 from examples.speech import transcribe
 
-SETS = ("test", "held_out", "long_9")
+SETS = ("validation", "test", "held_out", "long_9", "validation_long_9")
 SCORES = ("digit_error_rate", "exact_match", "alignment_accuracy")
 
 
