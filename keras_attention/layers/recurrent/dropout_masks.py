@@ -1,0 +1,60 @@
+"""The dropout masks of the cell an `AttentionRNNCell` wraps: drawn once per sequence.
+
+Keras's cells (`GRUCell`, `LSTMCell`, through `DropoutRNNCell`) draw a
+dropout mask at their first training step and keep it until
+`reset_dropout_mask`; `keras.layers.RNN` resets them only for a bare cell.
+Wrapped in an `AttentionRNNCell`, the masks are drawn here, before the loop
+(so they are the same for every step and never a value of the loop's trace,
+which JAX refuses), and reset after it: `AttentionRNN` calls
+`prepare_dropout_masks` and `reset_dropout_mask` around every call.
+`AttentionRNNCell` inherits this mixin; it needs the cell's `cell`,
+`_layout` (`StateLayout`), `_cell_input_size` and `compute_dtype`.
+"""
+
+from keras import ops
+
+
+class WrappedCellDropout:
+    def _dropout_cells(self):
+        """The wrapped cell, or a `StackedRNNCells`' cells, with Keras's cached dropout masks."""
+        cells = getattr(self.cell, "cells", [self.cell])
+        return [cell for cell in cells if hasattr(cell, "reset_dropout_mask")]
+
+    def prepare_dropout_masks(self, inputs, states):
+        """Draws the wrapped cell's dropout masks for a sequence, before its loop.
+
+        `inputs` is the first step's `(B, d_in)`, `states` the flat initial
+        state list. Keras's cells draw a mask at their first training step
+        and keep it until `reset_dropout_mask`; drawn here, outside the loop,
+        the masks are the same for every step and never a value of the loop's
+        trace (JAX refuses those). `AttentionRNN` calls it, then
+        `reset_dropout_mask` after the sequence.
+        """
+        cells = self._dropout_cells()
+        if not any(getattr(c, "dropout", 0) or getattr(c, "recurrent_dropout", 0) for c in cells):
+            return
+        cell_states = list(self._layout.unpack(states).cell_states)
+        step_input = ops.zeros(
+            (ops.shape(inputs)[0], self._cell_input_size(inputs.shape[-1])), self.compute_dtype
+        )  # (B, cell input): only its shape makes the mask
+        if hasattr(self.cell, "cells"):  # StackedRNNCells: each cell's input is the last's output
+            for cell, state in zip(self.cell.cells, cell_states):
+                state = list(state) if isinstance(state, (list, tuple)) else [state]
+                if hasattr(cell, "get_dropout_mask"):
+                    cell.get_dropout_mask(step_input)
+                    cell.get_recurrent_dropout_mask(state[0])
+                step_input, _ = cell(step_input, state)
+        elif hasattr(self.cell, "get_dropout_mask"):
+            self.cell.get_dropout_mask(step_input)
+            self.cell.get_recurrent_dropout_mask(cell_states[0])
+
+    def reset_dropout_mask(self):
+        """Forgets the wrapped cell's dropout masks (both kinds): the next sequence draws new
+        ones. `AttentionRNN` calls it after every call, as `keras.layers.RNN` does."""
+        for cell in self._dropout_cells():
+            cell.reset_dropout_mask()
+            cell.reset_recurrent_dropout_mask()
+
+    def reset_recurrent_dropout_mask(self):
+        """The same as `reset_dropout_mask` (Keras's `DropoutRNNCell` has both names)."""
+        self.reset_dropout_mask()
