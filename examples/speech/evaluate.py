@@ -145,6 +145,15 @@ def parse_window(text: str) -> tuple[int, int] | None:
     return int(parts[0]), int(parts[1])
 
 
+def parse_end_window(text: str) -> int | None:
+    """A non-negative int, or ``"none"`` as None (``search.end_guard``)."""
+    if text.lower() == "none":
+        return None
+    if not text.strip().isdigit():
+        raise runs.RunError(f"--end-window {text}: expected a non-negative int (e.g. 3) or none")
+    return int(text)
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Scores a run's ``model.keras`` on its test sets, rebuilt from its config and ``--data``."""
     parser = argparse.ArgumentParser(
@@ -157,6 +166,12 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         help="decode with this location-sensitive window instead of the run's ('none': without)",
     )
     parser.add_argument(
+        "--end-window",
+        metavar="N",
+        help="decode with END allowed only N positions from the end of the audio instead of "
+        "the run's ('none': anywhere)",
+    )
+    parser.add_argument(
         "--data", help="a folder of FSDD WAV files or a zip of one (default: download)"
     )
     args = parser.parse_args(argv)
@@ -165,6 +180,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         model = runs.load_model(args.run)
         if args.inference_window is not None:
             search.set_decoding_window(model, parse_window(args.inference_window))
+        if args.end_window is not None:
+            search.set_end_window(model, parse_end_window(args.end_window))
         datasets = data.make_datasets(
             data.load_clips(args.data, config.max_clips_per_speaker), config
         )

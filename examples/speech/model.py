@@ -246,6 +246,7 @@ class Listener(keras.Model):
         location_kernel_size: int = 41,
         inference_window: tuple[int, int] | None = (4, 20),
         probability_fn: str = "softmax",
+        end_window: int | None = None,  # what a model saved before the option holds
         **kwargs: Any,
     ):
         if attention not in ATTENTIONS:
@@ -254,6 +255,12 @@ class Listener(keras.Model):
             raise ValueError(
                 f"Expected probability_fn='softmax' with attention={attention!r} (only "
                 f"{TAKE_PROBABILITY_FN} take another). Received: {probability_fn!r}"
+            )
+        if end_window is not None and (
+            isinstance(end_window, bool) or not isinstance(end_window, int) or end_window < 0
+        ):
+            raise ValueError(
+                f"Expected end_window a non-negative int or None. Received: {end_window!r}"
             )
         settings = dict(
             num_mel_bins=num_mel_bins,
@@ -268,6 +275,7 @@ class Listener(keras.Model):
             location_kernel_size=location_kernel_size,
             inference_window=None if inference_window is None else tuple(inference_window),
             probability_fn=probability_fn,
+            end_window=end_window,
         )
         # === Layers ===
         parts = types.SimpleNamespace()
@@ -360,6 +368,7 @@ def build_model(config: Config) -> Listener:
         location_kernel_size=config.location_kernel_size,
         inference_window=config.inference_window,
         probability_fn=config.probability_fn,
+        end_window=config.end_window,
     )
 
 
