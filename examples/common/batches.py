@@ -7,7 +7,9 @@ after another, each shuffled by NumPy's generator from its own seed
 (``seed * 1_000_003 + pass``): the order of pass ``p`` depends on ``p``
 alone, whatever was iterated before, so a resumed run that ``skip``s the
 batches of its finished epochs trains on an uninterrupted run's batches.
-Without it, one pass in order (validation, test). ``pad_rows`` gives a
+Without it, one pass in order (validation, test). ``sorted_passes`` lays
+out the first passes in the order of a ``sort_key`` instead (SortaGrad,
+Amodei et al. 2016: the shortest utterances first). ``pad_rows`` gives a
 compiling backend (JAX) one batch shape: the last batch is padded with
 copies of row 0 and a ``sample_weight`` of 0 where the rows are padding.
 """
@@ -47,6 +49,9 @@ class ArrayBatches(keras.utils.PyDataset):
             sample weight (1 on real rows, 0 on padding) as the third element
             of an ``(inputs, targets)`` pair, shaped as the targets when they
             are one array (a per-token loss then weighs each token of a row).
+        sorted_passes: how many of the first passes (with ``shuffle_seed``)
+            take the rows in increasing ``sort_key`` (ties in row order).
+        sort_key: ``(rows,)`` numbers, with ``sorted_passes``.
     """
 
     def __init__(
@@ -57,6 +62,8 @@ class ArrayBatches(keras.utils.PyDataset):
         passes: int = 1,
         drop_remainder: bool = False,
         pad_rows: bool = False,
+        sorted_passes: int = 0,
+        sort_key: np.ndarray | None = None,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
@@ -75,6 +82,15 @@ class ArrayBatches(keras.utils.PyDataset):
             raise ValueError(
                 f"Expected at least {batch_size} rows for one full batch. Received: {self.rows}"
             )
+        if not isinstance(sorted_passes, int) or sorted_passes < 0:
+            raise ValueError(f"Expected sorted_passes an integer >= 0. Received: {sorted_passes!r}")
+        if sorted_passes and (sort_key is None or np.shape(sort_key) != (self.rows,)):
+            raise ValueError(
+                f"Expected a sort_key of shape ({self.rows},) with sorted_passes. Received: "
+                f"{None if sort_key is None else np.shape(sort_key)}"
+            )
+        self.sorted_passes = sorted_passes
+        self.sort_key = sort_key
         self.offset = 0
         self._orders: dict[int, np.ndarray] = {}
 
@@ -82,7 +98,11 @@ class ArrayBatches(keras.utils.PyDataset):
         if self.shuffle_seed is None:
             return np.arange(self.rows)
         if index not in self._orders:
-            self._orders = {index: pass_order(self.rows, self.shuffle_seed, index)}
+            if index < self.sorted_passes:
+                order = np.argsort(np.asarray(self.sort_key), kind="stable")
+            else:
+                order = pass_order(self.rows, self.shuffle_seed, index)
+            self._orders = {index: order}
         return self._orders[index]
 
     def __len__(self) -> int:
@@ -116,6 +136,8 @@ class ArrayBatches(keras.utils.PyDataset):
             self.passes,
             self.drop_remainder,
             self.pad_rows,
+            self.sorted_passes,
+            self.sort_key,
         )
         skipped.offset = self.offset + count
         return skipped

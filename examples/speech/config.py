@@ -66,5 +66,8 @@ class Config:
     # Training.
     batch_size: int = 32
     epochs: int = 20
+    # SortaGrad (Amodei et al., 2016): the first sorted_epochs epochs take the utterances
+    # shortest first; 0: every epoch shuffled.
+    sorted_epochs: int = 0
     learning_rate: float = 0.002  # a fifth of it for the last quarter of the steps
     patience: int | None = None

@@ -61,6 +61,8 @@ def train_model(
         shuffle_seed=config.seed,
         passes=config.epochs,
         drop_remainder=True,
+        sorted_passes=config.sorted_epochs,
+        sort_key=train["lengths"],
     )
     model = listener.compile_model(listener.build_model(config), config, batches.per_pass)
     validation_batches = ArrayBatches(

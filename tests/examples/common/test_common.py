@@ -94,6 +94,25 @@ def test_batches_cover_each_pass_once_and_resume_at_the_same_batch():
 
 
 @pytest.mark.backend_independent
+def test_sorted_passes_come_first_shortest_first_and_resume_sorted():
+    x = np.arange(10)
+    key = np.array([5, 1, 9, 1, 7, 3, 0, 8, 2, 6])
+    batches = ArrayBatches((x,), 4, shuffle_seed=3, passes=3, sorted_passes=1, sort_key=key)
+    first = np.concatenate([batches[i][0] for i in range(3)])
+    np.testing.assert_array_equal(first, [6, 1, 3, 8, 5, 0, 9, 4, 7, 2])  # by key, ties in order
+    plain = ArrayBatches((x,), 4, shuffle_seed=3, passes=3)
+    for index in range(3, 9):  # the later passes are the shuffled ones
+        np.testing.assert_array_equal(batches[index][0], plain[index][0])
+    np.testing.assert_array_equal(batches.skip(1)[0][0], [5, 0, 9, 4])
+    with pytest.raises(ValueError, match=r"sort_key of shape \(10,\).*Received: None"):
+        ArrayBatches((x,), 4, shuffle_seed=3, sorted_passes=1)
+    with pytest.raises(ValueError, match=r"sort_key of shape \(10,\).*Received: \(3,\)"):
+        ArrayBatches((x,), 4, shuffle_seed=3, sorted_passes=1, sort_key=key[:3])
+    with pytest.raises(ValueError, match="sorted_passes an integer >= 0. Received: -1"):
+        ArrayBatches((x,), 4, shuffle_seed=3, sorted_passes=-1, sort_key=key)
+
+
+@pytest.mark.backend_independent
 def test_batches_in_order_padded_and_bad_input():
     x = np.arange(5, dtype="float32")[:, None]
     ordered = ArrayBatches({"x": x}, 2)
