@@ -61,7 +61,8 @@ class Config:
     # peak m to [m - back, m + forward] memory positions (80 ms each); None: anywhere.
     inference_window: tuple[int, int] | None = (4, 20)
     # Decoding only: END only when the attention's peak is at most end_window positions
-    # before the end of the audio, and nothing else once it is there; None: END anywhere.
+    # before the end of the audio, and nothing else once it stops there; None: END anywhere.
+    # Content-only attention (bahdanau) decodes without it.
     end_window: int | None = 3
     # Training.
     batch_size: int = 32

@@ -65,6 +65,9 @@ ATTENTIONS = {
     ),
 }
 TAKE_PROBABILITY_FN = ("location_sensitive", "bahdanau")
+# Attention that need not move forward through the audio: a search's end guard
+# (``search.end_guard``, which reads where the attention is) does not apply to it.
+CONTENT_ONLY = ("bahdanau",)
 
 
 def valid_frames(lengths: Any) -> Any:

@@ -22,6 +22,7 @@ from examples.speech.data import END
 from examples.speech.data import PAD
 from examples.speech.data import SAMPLING_RATE
 from examples.speech.data import START
+from examples.speech.model import CONTENT_ONLY
 from examples.speech.model import Listener
 from keras_attention import decoding
 
@@ -69,7 +70,8 @@ def end_guard(logits: Any, weights: Any, previous: Any, mask: Any, window: int) 
     part of the audio cannot stop (a long pause read as the end), and one
     that has listened to all of it cannot go on (a digit repeated at the end;
     the first token there may be a digit: some models attend the last digit
-    at the end position). Training never sees the guard.
+    at the end position). Training never sees the guard, and content-only
+    attention (``model.CONTENT_ONLY``) decodes without it.
     """
     peak = ops.argmax(weights, axis=-1)  # (N,)
     last = ops.sum(ops.cast(mask, "int32"), axis=-1) - 1
@@ -87,6 +89,8 @@ def greedy(model: Listener, waveform: Any, lengths: Any, max_length: Any) -> dic
     """Greedy search over a batch: ``tokens`` (B, T) int32 (END included, then PAD),
     ``length`` (B,) (END included) and ``attention`` (B, T, Tv) of each emitted token."""
     window = model.settings.get("end_window")
+    if model.settings["attention"] in CONTENT_ONLY:
+        window = None  # its peak says nothing of how far the decoder has listened
 
     def step(ids, state, memory, index):
         logits, new, weights = model.step(ids, state, memory)
