@@ -24,29 +24,26 @@ class WrappedCellDropout:
         """Draws the wrapped cell's dropout masks for a sequence, before its loop.
 
         `inputs` is the first step's `(B, d_in)`, `states` the flat initial
-        state list. Keras's cells draw a mask at their first training step
-        and keep it until `reset_dropout_mask`; drawn here, outside the loop,
-        the masks are the same for every step and never a value of the loop's
-        trace (JAX refuses those). `AttentionRNN` calls it, then
-        `reset_dropout_mask` after the sequence.
+        state list (see the module doc).
         """
         cells = self._dropout_cells()
         if not any(getattr(c, "dropout", 0) or getattr(c, "recurrent_dropout", 0) for c in cells):
             return
+        stacked = hasattr(self.cell, "cells")  # StackedRNNCells: a state per cell
+        cells = self.cell.cells if stacked else [self.cell]
         cell_states = list(self._layout.unpack(states).cell_states)
         step_input = ops.zeros(
             (ops.shape(inputs)[0], self._cell_input_size(inputs.shape[-1])), self.compute_dtype
         )  # (B, cell input): only its shape makes the mask
-        if hasattr(self.cell, "cells"):  # StackedRNNCells: each cell's input is the last's output
-            for cell, state in zip(self.cell.cells, cell_states):
-                state = list(state) if isinstance(state, (list, tuple)) else [state]
-                if hasattr(cell, "get_dropout_mask"):
-                    cell.get_dropout_mask(step_input)
-                    cell.get_recurrent_dropout_mask(state[0])
+        for index, (cell, state) in enumerate(
+            zip(cells, cell_states if stacked else [cell_states])
+        ):
+            state = list(state) if isinstance(state, (list, tuple)) else [state]
+            if hasattr(cell, "get_dropout_mask"):
+                cell.get_dropout_mask(step_input)
+                cell.get_recurrent_dropout_mask(state[0])
+            if index + 1 < len(cells):  # the next cell's input is this one's output
                 step_input, _ = cell(step_input, state)
-        elif hasattr(self.cell, "get_dropout_mask"):
-            self.cell.get_dropout_mask(step_input)
-            self.cell.get_recurrent_dropout_mask(cell_states[0])
 
     def reset_dropout_mask(self):
         """Forgets the wrapped cell's dropout masks (both kinds): the next sequence draws new
