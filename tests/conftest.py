@@ -1,3 +1,4 @@
+import collections
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -57,14 +58,65 @@ BACKEND_DEPENDENT = (
 )
 
 
+# `--dist loadfile` (pyproject.toml) hands each xdist worker whole files, in
+# the order below: the files whose tests add up to the most time (10 s or more
+# on some backend, CI on 2 cores, 2026-12-07), most first, then the others by
+# their number of tests (xdist's own order). The long files start the run and
+# only short ones are left when the workers run out of work: in xdist's order
+# (by number of tests) the JAX suite's 67 s file came last and one worker
+# idled for 67 s (TensorFlow: 33 s). Correctness never depends on this order,
+# only how evenly the workers finish.
+RUN_FIRST = (
+    "test_alignment_attention.py",
+    "examples/nmt/training/test_data_parallel.py",
+    "examples/nmt/training/test_fit.py",
+    "test_attention_rnn_cell.py",
+    "examples/nmt/test_train.py",
+    "test_layer_contract.py",
+    "examples/nmt/test_export.py",
+    "test_models.py",
+    "examples/nmt/models/test_rnn.py",
+    "examples/captioning/test_train.py",
+    "test_docs.py",
+    "examples/speech/test_export.py",
+    "test_decoding.py",
+    "examples/speech/test_train.py",
+    "examples/nmt/test_backends.py",
+    "examples/captioning/test_transformer.py",
+    "test_sliding_window.py",
+    "examples/nmt/test_runs.py",
+    "test_bad_inputs.py",
+    "test_benchmarks.py",
+    "test_layers.py",
+    "examples/common/test_common.py",
+    "examples/nmt/host/test_runs.py",
+    "examples/nmt/data/test_tfds.py",
+    "examples/nmt/test_readme_saved_model.py",
+    "test_saved_alignment_fixture.py",
+    "examples/captioning/test_model.py",
+)
+
+
+def pytest_configure(config):
+    # xdist >= 3.6 sorts the files by their number of tests unless told not
+    # to; the collection's order (pytest_collection_modifyitems) is the one
+    # wanted. Older xdist keeps its own order.
+    if getattr(config.option, "loadscopereorder", None) is not None:
+        config.option.loadscopereorder = False
+
+
+def _relative_path(item):
+    return os.path.relpath(str(item.path), TESTS).replace(os.sep, "/")
+
+
 def _listed(item, node_ids):
-    path = os.path.relpath(str(item.path), TESTS).replace(os.sep, "/")
+    path = _relative_path(item)
     name = f"{path}::{getattr(item, 'originalname', item.name)}"
     return any(node_id in (path, name) for node_id in node_ids)
 
 
 def _on_every_backend(item):
-    path = os.path.relpath(str(item.path), TESTS).replace(os.sep, "/")
+    path = _relative_path(item)
     return any(
         path.startswith(entry) if entry.endswith("/") else path == entry
         for entry in EXAMPLES_ON_EVERY_BACKEND
@@ -78,6 +130,10 @@ def _backend_independent(item):
 
 
 def pytest_collection_modifyitems(config, items):
+    rank = {path: index for index, path in enumerate(RUN_FIRST)}
+    sizes = collections.Counter(str(item.path) for item in items)
+    # Stable: each file's tests keep their order.
+    items.sort(key=lambda item: (rank.get(_relative_path(item), len(rank)), -sizes[str(item.path)]))
     for item in items:
         if BACKEND != "tensorflow":
             if str(item.path).startswith(EXAMPLES) and not _on_every_backend(item):

@@ -41,3 +41,15 @@ def test_guides_link_to_the_testing_page_and_do_not_restate_it(page):
     text = (ROOT / page).read_text(encoding="utf-8")
     assert "testing.md" in text
     assert "skip on the JAX and" not in text
+
+
+def test_every_file_conftest_runs_first_exists():
+    """A moved or renamed slow file would silently fall back to collection order."""
+    tree = ast.parse((ROOT / "tests" / "conftest.py").read_text(encoding="utf-8"))
+    (run_first,) = [
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "RUN_FIRST"
+    ]
+    assert len(run_first) == len(set(run_first))
+    assert [path for path in run_first if not (ROOT / "tests" / path).is_file()] == []
