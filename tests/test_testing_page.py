@@ -14,13 +14,13 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 LISTS = ("BACKEND_INDEPENDENT", "EXAMPLES_ON_EVERY_BACKEND", "BACKEND_DEPENDENT")
 
 
-def conftest_lists():
+def conftest_lists(names=LISTS):
     tree = ast.parse((ROOT / "tests" / "conftest.py").read_text(encoding="utf-8"))
     found = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             name = getattr(node.targets[0], "id", None)
-            if name in LISTS:
+            if name in names:
                 found[name] = ast.literal_eval(node.value)
     return found
 
@@ -45,11 +45,6 @@ def test_guides_link_to_the_testing_page_and_do_not_restate_it(page):
 
 def test_every_file_conftest_runs_first_exists():
     """A moved or renamed slow file would silently fall back to collection order."""
-    tree = ast.parse((ROOT / "tests" / "conftest.py").read_text(encoding="utf-8"))
-    (run_first,) = [
-        ast.literal_eval(node.value)
-        for node in tree.body
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "RUN_FIRST"
-    ]
+    run_first = conftest_lists(("RUN_FIRST",))["RUN_FIRST"]
     assert len(run_first) == len(set(run_first))
     assert [path for path in run_first if not (ROOT / "tests" / path).is_file()] == []

@@ -15,10 +15,13 @@ from keras import ops
 
 
 class WrappedCellDropout:
+    def _wrapped_cells(self):
+        """The wrapped cell, or a `StackedRNNCells`' cells (each with a state of its own)."""
+        return getattr(self.cell, "cells", [self.cell])
+
     def _dropout_cells(self):
-        """The wrapped cell, or a `StackedRNNCells`' cells, with Keras's cached dropout masks."""
-        cells = getattr(self.cell, "cells", [self.cell])
-        return [cell for cell in cells if hasattr(cell, "reset_dropout_mask")]
+        """The wrapped cells with Keras's cached dropout masks."""
+        return [cell for cell in self._wrapped_cells() if hasattr(cell, "reset_dropout_mask")]
 
     def prepare_dropout_masks(self, inputs, states):
         """Draws the wrapped cell's dropout masks for a sequence, before its loop.
@@ -26,18 +29,19 @@ class WrappedCellDropout:
         `inputs` is the first step's `(B, d_in)`, `states` the flat initial
         state list (see the module doc).
         """
-        cells = self._dropout_cells()
-        if not any(getattr(c, "dropout", 0) or getattr(c, "recurrent_dropout", 0) for c in cells):
+        if not any(
+            getattr(c, "dropout", 0) or getattr(c, "recurrent_dropout", 0)
+            for c in self._dropout_cells()
+        ):
             return
-        stacked = hasattr(self.cell, "cells")  # StackedRNNCells: a state per cell
-        cells = self.cell.cells if stacked else [self.cell]
+        cells = self._wrapped_cells()
         cell_states = list(self._layout.unpack(states).cell_states)
+        if not hasattr(self.cell, "cells"):  # a single cell: its states are the one cell's
+            cell_states = [cell_states]
         step_input = ops.zeros(
             (ops.shape(inputs)[0], self._cell_input_size(inputs.shape[-1])), self.compute_dtype
         )  # (B, cell input): only its shape makes the mask
-        for index, (cell, state) in enumerate(
-            zip(cells, cell_states if stacked else [cell_states])
-        ):
+        for index, (cell, state) in enumerate(zip(cells, cell_states)):
             state = list(state) if isinstance(state, (list, tuple)) else [state]
             if hasattr(cell, "get_dropout_mask"):
                 cell.get_dropout_mask(step_input)
